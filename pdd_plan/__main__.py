@@ -1,0 +1,3 @@
+from pdd_plan.cli.app import main
+
+main()

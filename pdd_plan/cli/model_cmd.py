@@ -1,0 +1,157 @@
+"""`pdd-plan model list|show|import`: models, their KV bytes, weights and FLOPs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+import yaml
+
+from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.errors import InputError
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.hf_config import import_hf_config
+from pdd_plan.loaders.model_file import model_from_dict
+from pdd_plan.loaders.strict import load_yaml
+from pdd_plan.report import views
+from pdd_plan.report.files import write_atomic
+from pdd_plan.units import DTYPE_BYTES, format_bytes, format_count
+
+app = typer.Typer(
+    help="Models of the catalog: KV bytes, weights, FLOPs; import HF configs.", no_args_is_help=True
+)
+FORMAT = typer.Option(Format.table, "--format", help="table or json")
+
+
+def _dtype(value: str | None, option: str) -> str | None:
+    if value is not None and value not in DTYPE_BYTES:
+        raise InputError.single(
+            "command line", option, repr(value), f"one of {', '.join(DTYPE_BYTES)}"
+        )
+    return value
+
+
+@app.command("list")
+def list_models(
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype"), format: Format = FORMAT
+) -> None:
+    """List the catalog's models with parameters and KV bytes per token."""
+    _dtype(kv_dtype, "--kv-dtype")
+    catalog = Catalog()
+    data = [views.model_summary(catalog.model(m), kv_dtype) for m in catalog.model_ids()]
+    if format is Format.json:
+        print_json(data)
+        return
+    table(
+        "Models",
+        [
+            "id",
+            "architecture",
+            "layers",
+            "params",
+            "active",
+            f"KV B/token ({kv_dtype})",
+            "fixed state / request",
+        ],
+        [
+            [
+                d["id"],
+                d["architecture"],
+                d["layers"],
+                format_count(d["total_params"]),
+                format_count(d["active_params"]),
+                f"{d['kv_bytes_per_token']:,.0f}",
+                format_bytes(d["fixed_state_bytes"]) if d["fixed_state_bytes"] else "-",
+            ]
+            for d in data
+        ],
+    )
+
+
+@app.command("show")
+def show(
+    model_id: str = typer.Argument(..., metavar="MODEL"),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="dtype of the KV cache"),
+    weight_dtype: str = typer.Option(None, "--weight-dtype", help="override the native dtype"),
+    context: int = typer.Option(
+        65536, "--context", min=1, max=10_000_000, help="context for the FLOPs per token"
+    ),
+    format: Format = FORMAT,
+) -> None:
+    """KV bytes per token by layer type, KV per request, weights and FLOPs per token."""
+    _dtype(kv_dtype, "--kv-dtype")
+    _dtype(weight_dtype, "--weight-dtype")
+    model = Catalog().model(model_id)
+    d = views.model_detail(model, kv_dtype, weight_dtype, context)
+    if format is Format.json:
+        print_json(d)
+        return
+    console.print(
+        f"[bold]{model.name}[/] ({model.id}), {model.architecture}, {d['layers']} layers"
+        f"{f' + {model.mtp_layers} MTP' if model.mtp_layers else ''}; source: {model.source}"
+    )
+    console.print(
+        f"parameters {format_count(d['total_params'])} total, "
+        f"{format_count(d['active_params'])} active; weights {format_bytes(d['weight_bytes'])}"
+        f" ({d['weight_dtype']} dense, {d['expert_weight_dtype']} experts)"
+    )
+    table(
+        f"KV cache ({kv_dtype})",
+        ["layer term", "layers", "bytes/token", "window bytes", "fixed bytes"],
+        [
+            [
+                r["category"],
+                r["layers"],
+                f"{r['bytes_per_token']:,.1f}",
+                f"{r['window_bytes']:,.0f}",
+                f"{r['fixed_bytes']:,.0f}",
+            ]
+            for r in d["kv_breakdown"]
+        ],
+        caption=f"total {d['kv_bytes_per_token']:,.1f} B/token in the long-context limit; "
+        f"shipped {d['shipped_kv_bytes_per_token']:,.1f} B/token ({d['shipped_kv_source']})",
+    )
+    table(
+        "KV per request",
+        ["tokens", "bytes", ""],
+        [
+            [f"{int(n):,}", f"{b:,.0f}", format_bytes(b)]
+            for n, b in d["kv_bytes_per_request"].items()
+        ],
+    )
+    console.print(
+        f"FLOPs per token at {context:,} tokens of context: prefill "
+        f"{format_count(d['prefill_flop_per_token'])}, decode "
+        f"{format_count(d['decode_flop_per_token'])}"
+    )
+    if model.notes:
+        console.print(f"notes: {model.notes}")
+
+
+@app.command("import")
+def import_config(
+    config: Path = typer.Argument(..., help="a Hugging Face config.json"),
+    model_id: str = typer.Option(None, "--id", help="catalog id (default: from name)"),
+    name: str = typer.Option(None, "--name", help="display name (default: file stem)"),
+    source: str = typer.Option(None, "--source", help="where the config came from"),
+    output: Path = typer.Option(None, "--output", "-o", help="write the YAML here"),
+    format: Format = FORMAT,
+) -> None:
+    """Turn a Hugging Face config.json into a catalog entry (printed, or written with -o)."""
+    data = load_yaml(config, "a Hugging Face config.json")  # JSON is YAML
+    name = name or config.stem.removesuffix("_config")
+    model_id = model_id or "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_")
+    entry = import_hf_config(data, str(config), model_id, name, source or str(config))
+    model_from_dict(entry, str(config))  # the entry must load back
+    if format is Format.json:
+        text = json.dumps(entry, indent=2) + "\n"
+    else:
+        text = f"# Imported by `pdd-plan model import` from {config.name}\n" + yaml.safe_dump(
+            entry, sort_keys=False, default_flow_style=None, width=100
+        )
+    if output:
+        write_atomic(output, text)
+        console.print(f"wrote {output}")
+    else:
+        typer.echo(text, nl=False)

@@ -1,0 +1,80 @@
+"""`pdd-plan scenario validate|template`."""
+
+from __future__ import annotations
+
+import typer
+
+from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path, scenarios_dir
+from pdd_plan.report import views
+
+app = typer.Typer(help="Check scenario files; print a documented template.", no_args_is_help=True)
+
+
+@app.command("validate")
+def validate(
+    scenario: str = typer.Argument(
+        None, help="a scenario file or shipped name (default: the embedded default)"
+    ),
+    format: Format = typer.Option(Format.table, "--format"),
+) -> None:
+    """Check a scenario strictly and summarise it; every problem is reported at once."""
+    catalog = Catalog()
+    s = load_scenario(resolve_scenario_path(scenario), catalog)
+    d = views.scenario_summary(s, catalog)
+    if format is Format.json:
+        print_json({"valid": True, "scenario": d})
+        return
+    console.print(f"[green]valid[/]: {d['file']} ({d['name']})")
+    table(
+        "Workload",
+        [
+            "model",
+            "KV B/token",
+            "req/s",
+            "burstiness c²",
+            "mean input",
+            "mean output",
+            "mean hit rate",
+        ],
+        [
+            [
+                d["model"],
+                f"{d['kv_bytes_per_token']:,.0f} ({d['kv_dtype']})",
+                d["arrival_rate_per_s"],
+                d["burstiness_cv2"],
+                d["mean_input_tokens"],
+                d["mean_output_tokens"],
+                d["mean_prefix_hit_rate"],
+            ]
+        ],
+    )
+    table(
+        "Datacenters",
+        ["id", "roles", "GPUs ($/GPU-h, max)"],
+        [
+            [
+                dc["id"],
+                ", ".join(dc["roles"]),
+                "; ".join(
+                    f"{g['gpu']} ${g['price_usd_per_gpu_hour']:.2f}, {g['max_gpus'] or 'no limit'}"
+                    for g in dc["gpus"]
+                ),
+            ]
+            for dc in d["datacenters"]
+        ],
+    )
+    sla = ", ".join(
+        [f"TTFT {p} <= {v:g} s" for p, v in d["sla"]["ttft_s"].items()]
+        + [f"TPOT {p} <= {v * 1e3:g} ms" for p, v in d["sla"]["tpot_s"].items()]
+    )
+    console.print(
+        f"SLA: {sla}; objective {d['objective']}; architectures {', '.join(d['architectures'])}"
+    )
+
+
+@app.command("template")
+def template() -> None:
+    """Print a documented scenario template (every key, with its unit and default)."""
+    typer.echo((scenarios_dir() / "template.yaml").read_text(encoding="utf-8"), nl=False)

@@ -1,0 +1,1 @@
+"""Files -> model objects: strict YAML, catalogs, scenarios, Hugging Face configs."""

@@ -1,0 +1,252 @@
+"""The hardware catalog on disk -> Gpu, LineTier and ModelSpec objects.
+
+The catalog directory is found, in order: `$PDD_PLAN_CATALOG_DIR`; the copy shipped
+inside the installed package (`pdd_plan/_data/hardware_catalog`); the repository's
+top-level `hardware_catalog/` (source checkouts and editable installs).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+from pdd_plan.errors import InputError
+from pdd_plan.loaders.model_file import model_from_dict
+from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
+from pdd_plan.model.hardware import BASES, Gpu, LineTier, Sourced
+from pdd_plan.model.llm import ModelSpec
+from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_REPO_DIR = _PACKAGE_DIR.parent
+
+
+def data_dir(name: str, env_var: str | None = None) -> Path:
+    """Locate a shipped data folder (`hardware_catalog` or `scenarios`)."""
+    if env_var and os.environ.get(env_var):
+        return Path(os.environ[env_var])
+    for candidate in (_PACKAGE_DIR / "_data" / name, _REPO_DIR / name):
+        if candidate.is_dir():
+            return candidate
+    raise InputError.single(
+        str(_PACKAGE_DIR / "_data" / name),
+        "",
+        "no such folder",
+        f"the shipped {name} folder (reinstall pdd-plan)",
+    )
+
+
+def catalog_dir() -> Path:
+    return data_dir("hardware_catalog", "PDD_PLAN_CATALOG_DIR")
+
+
+# field -> (scale to SI, required non-null)
+GPU_FIELDS: dict[str, tuple[float, bool]] = {
+    "bf16_dense_tflop_per_s": (TERA, True),
+    "fp8_dense_tflop_per_s": (TERA, False),
+    "fp4_dense_tflop_per_s": (TERA, False),
+    "hbm_gib": (GIB_BYTES, True),
+    "hbm_tbyte_per_s": (TERA, True),
+    "scale_up_gbyte_per_s_per_direction": (1e9, True),
+    "scale_up_domain_gpus": (1, True),
+    "scale_out_gbit_per_s_per_gpu": (GBIT_BITS, True),
+    "gpus_per_node": (1, True),
+    "tdp_w": (1, True),
+    "rental_usd_per_gpu_hour": (1, True),
+    "purchase_usd_per_gpu": (1, False),
+    "bf16_mfu_frac": (1, True),
+    "fp8_mfu_frac": (1, False),
+    "hbm_efficiency_frac": (1, True),
+    "scale_up_efficiency_frac": (1, True),
+    "usable_memory_frac": (1, True),
+}
+_FRACTION_FIELDS = {k for k in GPU_FIELDS if k.endswith("_frac")}
+_INTEGER_FIELDS = {"scale_up_domain_gpus", "gpus_per_node"}
+
+
+def sourced(
+    node: Node, sources: set[str], required: bool, integer: bool = False, fraction: bool = False
+) -> Sourced | None:
+    """A `{value, source, basis, note}` figure; a missing source is a problem, always."""
+    f = node.mapping(required=("value", "source"), optional=("basis", "note"))
+    if f is None:
+        return None
+    maximum = 1.0 if fraction else 1e9
+    value = f["value"].number(
+        minimum=0, exclusive_minimum=True, maximum=maximum, integer=integer, required=required
+    )
+    source = f["source"].string(required=True)
+    if source is not None and source not in sources:
+        f["source"].fail("a key of sources.yaml", did_you_mean(source, sources))
+    basis = f["basis"].choice(BASES, default="published")
+    note = f["note"].string(default="")
+    needs_note = basis in ("derived", "assumed", "low_confidence") or f["value"].value is None
+    if needs_note and not note:
+        f["note"].fail(
+            f"a note explaining the {basis if f['value'].value is not None else 'null'} value"
+        )
+    return Sourced(value, source or "", basis or "published", note or "")
+
+
+def load_sources(root: Path) -> set[str]:
+    path = root / "sources.yaml"
+    data = load_yaml(path, "the catalog's sources.yaml")
+    problems = Problems(str(path))
+    if not isinstance(data, dict):
+        Node(data, "", problems).fail("a mapping of source keys")
+    else:
+        for key, value in data.items():
+            entry = Node(value, str(key), problems).mapping(
+                required=("title", "reference"), optional=("accessed",)
+            )
+            if entry:
+                entry["title"].string(required=True)
+                entry["reference"].string(required=True)
+    problems.raise_if_any()
+    return set(data)
+
+
+def load_gpu(path: Path, sources: set[str]) -> Gpu:
+    problems = Problems(str(path))
+    root = Node(load_yaml(path, "a GPU catalog entry"), "", problems)
+    f = root.mapping(required=("id", "name", "vendor", *GPU_FIELDS))
+    if f is None:
+        problems.raise_if_any()
+    gpu_id = f["id"].identifier(required=True)
+    if gpu_id and gpu_id != path.stem:
+        f["id"].fail(f"the file's stem {path.stem!r}")
+    provenance = {}
+    for key, (_, required) in GPU_FIELDS.items():
+        if not f[key].is_missing:
+            provenance[key] = sourced(
+                f[key], sources, required, key in _INTEGER_FIELDS, key in _FRACTION_FIELDS
+            )
+    name = f["name"].string(required=True)
+    vendor = f["vendor"].choice(("nvidia", "amd", "huawei"), required=True)
+    problems.raise_if_any()
+
+    def si(key):
+        figure = provenance[key]
+        return None if figure.value is None else figure.value * GPU_FIELDS[key][0]
+
+    return Gpu(
+        id=gpu_id,
+        name=name,
+        vendor=vendor,
+        bf16_flop_per_s=si("bf16_dense_tflop_per_s"),
+        fp8_flop_per_s=si("fp8_dense_tflop_per_s"),
+        fp4_flop_per_s=si("fp4_dense_tflop_per_s"),
+        hbm_bytes=si("hbm_gib"),
+        hbm_bytes_per_s=si("hbm_tbyte_per_s"),
+        scale_up_bytes_per_s=si("scale_up_gbyte_per_s_per_direction"),
+        scale_up_domain_gpus=int(si("scale_up_domain_gpus")),
+        scale_out_bits_per_s=si("scale_out_gbit_per_s_per_gpu"),
+        gpus_per_node=int(si("gpus_per_node")),
+        tdp_w=si("tdp_w"),
+        rental_usd_per_gpu_hour=si("rental_usd_per_gpu_hour"),
+        purchase_usd_per_gpu=si("purchase_usd_per_gpu"),
+        bf16_mfu_frac=si("bf16_mfu_frac"),
+        fp8_mfu_frac=si("fp8_mfu_frac"),
+        hbm_efficiency_frac=si("hbm_efficiency_frac"),
+        scale_up_efficiency_frac=si("scale_up_efficiency_frac"),
+        usable_memory_frac=si("usable_memory_frac"),
+        provenance=provenance,
+    )
+
+
+def load_lines(path: Path, sources: set[str]) -> dict[str, LineTier]:
+    problems = Problems(str(path))
+    root = Node(load_yaml(path, "the line-tier catalog"), "", problems)
+    f = root.mapping(required=("tiers",), optional=("notes",))
+    tiers: dict[str, LineTier] = {}
+    for item in (f["tiers"].items(min_items=1) if f else None) or []:
+        t = item.mapping(
+            required=(
+                "id",
+                "name",
+                "kind",
+                "capacity_gbit_per_s",
+                "price_usd_per_month",
+                "install_usd",
+            ),
+            optional=("note",),
+        )
+        if t is None:
+            continue
+        tier_id = t["id"].identifier(required=True)
+        if tier_id in tiers:
+            t["id"].fail("an id not used by another tier")
+        capacity = t["capacity_gbit_per_s"].number(
+            required=True, minimum=0, exclusive_minimum=True, maximum=1e6
+        )
+        price = sourced(t["price_usd_per_month"], sources, True)
+        install = sourced(t["install_usd"], sources, False)
+        kind = t["kind"].choice(("wavelength", "cloud_port"), required=True)
+        name = t["name"].string(required=True)
+        if None in (tier_id, capacity, price, install, kind, name) or price.value is None:
+            continue
+        tiers[tier_id] = LineTier(
+            tier_id,
+            name,
+            kind,
+            capacity * GBIT_BITS,
+            price.value,
+            install.value or 0.0,
+            {"price_usd_per_month": price, "install_usd": install},
+        )
+    problems.raise_if_any()
+    return tiers
+
+
+class Catalog:
+    """GPUs, line tiers and models of one catalog directory, loaded on first use."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = Path(root) if root else catalog_dir()
+
+    @cached_property
+    def sources(self) -> set[str]:
+        return load_sources(self.root)
+
+    @cached_property
+    def gpus(self) -> dict[str, Gpu]:
+        paths = sorted((self.root / "gpus").glob("*.yaml"))
+        return {p.stem: load_gpu(p, self.sources) for p in paths}
+
+    @cached_property
+    def lines(self) -> dict[str, LineTier]:
+        return load_lines(self.root / "lines.yaml", self.sources)
+
+    def model_ids(self) -> list[str]:
+        return sorted(p.stem for p in (self.root / "models").glob("*.yaml"))
+
+    def model_data(self, model_id: str) -> dict:
+        path = self.root / "models" / f"{model_id}.yaml"
+        if not path.exists():
+            raise InputError.single(
+                "model",
+                "",
+                repr(model_id),
+                "a model id of the catalog",
+                did_you_mean(model_id, self.model_ids()) or "see `pdd-plan model list`",
+            )
+        return load_yaml(path, "a model catalog entry")
+
+    def model(self, model_id: str) -> ModelSpec:
+        path = self.root / "models" / f"{model_id}.yaml"
+        spec = model_from_dict(self.model_data(model_id), str(path))
+        if spec.id != model_id:
+            raise InputError.single(str(path), "id", repr(spec.id), f"the file's stem {model_id!r}")
+        return spec
+
+    def gpu(self, gpu_id: str) -> Gpu:
+        if gpu_id not in self.gpus:
+            raise InputError.single(
+                "gpu",
+                "",
+                repr(gpu_id),
+                "a GPU id of the catalog",
+                did_you_mean(gpu_id, self.gpus) or "see `pdd-plan catalog list`",
+            )
+        return self.gpus[gpu_id]

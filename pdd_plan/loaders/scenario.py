@@ -1,0 +1,449 @@
+"""Scenario YAML -> Scenario, strictly: every problem of the file reported at once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pdd_plan.loaders.catalog import Catalog, data_dir
+from pdd_plan.loaders.strict import Node, Problems, load_yaml
+from pdd_plan.model import scenario as sc
+from pdd_plan.model import workload as wl
+from pdd_plan.units import DTYPE_BYTES, GBIT_BITS, MS_S
+
+MAX_TOKENS = 10_000_000
+_SLA_KEY = re.compile(r"(ttft|tpot)_p(\d{1,2}(?:\.\d+)?)_(s|ms)")
+# roles each architecture needs somewhere in the scenario's datacenters
+ARCHITECTURE_ROLES = {
+    "pdd": ("prefill", "relay_decode", "main_decode"),
+    "cdc_pd": ("prefill", "main_decode"),
+    "idc_pd": ("prefill", "decode"),
+    "colocated": ("colocated",),
+}
+
+
+def scenarios_dir() -> Path:
+    return data_dir("scenarios")
+
+
+def resolve_scenario_path(name_or_path: str | None) -> Path:
+    """A path, or the name of a shipped scenario (`default`, `pdd-paper`)."""
+    if name_or_path is None:
+        return scenarios_dir() / "default.yaml"
+    path = Path(name_or_path)
+    if path.exists() or path.suffix in (".yaml", ".yml", ".json") or "/" in name_or_path:
+        return path
+    return scenarios_dir() / f"{name_or_path}.yaml"
+
+
+# ---- distributions ------------------------------------------------------------------------
+def _bins(f: dict[str, Node], lo: float, hi: float, integer: bool):
+    bins = f["bins"].items(min_items=1) or []
+    lows, highs, shares = [], [], []
+    for b in bins:
+        g = b.mapping(required=("low", "high", "share"))
+        if g is None:
+            continue
+        low = g["low"].number(required=True, minimum=lo, maximum=hi)
+        high = g["high"].number(required=True, minimum=lo, maximum=hi)
+        share = g["share"].fraction(required=True)
+        if low is not None and high is not None and high < low:
+            g["high"].fail(f"a number >= low ({low:g})")
+        lows.append(low)
+        highs.append(high)
+        shares.append(share)
+    if None in lows + highs + shares or not bins:
+        return None
+    total = sum(shares)
+    if abs(total - 1.0) > 1e-3:
+        f["bins"].problems.add(
+            f["bins"].path, f"shares summing to {total:.4g}", "shares summing to 1"
+        )
+        return None
+    return wl.Bins(tuple(lows), tuple(highs), tuple(s / total for s in shares))
+
+
+def _empirical(f: dict[str, Node], lo: float, hi: float):
+    values = [v.number(required=True, minimum=lo, maximum=hi) for v in f["values"].items(1) or []]
+    if f["weights"].is_missing:
+        weights = [1.0] * len(values)
+    else:
+        weights = [w.number(required=True, minimum=0) for w in f["weights"].items(1) or []]
+        if len(weights) != len(values):
+            f["weights"].fail(f"a list as long as values ({len(values)})")
+            return None
+    if not values or None in values or None in weights:
+        return None
+    if sum(weights) <= 0:
+        f["weights"].fail("weights with a positive sum")
+        return None
+    total = sum(weights)
+    return wl.Empirical(tuple(values), tuple(w / total for w in weights))
+
+
+def _range(f: dict[str, Node], lo: float, hi: float) -> tuple[float, float] | None:
+    low = f["low"].number(required=True, minimum=lo, maximum=hi)
+    high = f["high"].number(required=True, minimum=lo, maximum=hi)
+    if low is None or high is None:
+        return None
+    if high <= low:
+        f["high"].fail(f"a number > low ({low:g})")
+        return None
+    return low, high
+
+
+def distribution(node: Node, lo: float, hi: float, integer: bool = False):
+    """One of: fixed, bins, lognormal (truncated), beta (on [low, high]), empirical."""
+    if node.is_missing:
+        node.problems.add(node.path, "nothing", "a distribution (this key is required)")
+        return None
+    f = node.mapping(
+        required=("kind",),
+        optional=(
+            "value",
+            "bins",
+            "median",
+            "sigma",
+            "low",
+            "high",
+            "alpha",
+            "beta",
+            "values",
+            "weights",
+        ),
+    )
+    if f is None:
+        return None
+    fields = {
+        "fixed": ("value",),
+        "bins": ("bins",),
+        "lognormal": ("median", "sigma", "low", "high"),
+        "beta": ("alpha", "beta", "low", "high"),
+        "empirical": ("values", "weights"),
+    }
+    kind = f["kind"].choice(tuple(fields), required=True)
+    if kind is None:
+        return None
+    node.mapping(
+        required=("kind",) + tuple(k for k in fields[kind] if k != "weights"),
+        optional=("weights",) if kind == "empirical" else (),
+    )
+    if kind == "fixed":
+        value = f["value"].number(required=True, minimum=lo, maximum=hi, integer=integer)
+        return None if value is None else wl.Fixed(value)
+    if kind == "bins":
+        return _bins(f, lo, hi, integer)
+    if kind == "empirical":
+        return _empirical(f, lo, hi)
+    bounds = _range(f, lo, hi)
+    if kind == "lognormal":
+        median = f["median"].number(required=True, minimum=0, exclusive_minimum=True, maximum=hi)
+        sigma = f["sigma"].number(required=True, minimum=0, exclusive_minimum=True, maximum=10)
+        if None in (bounds, median, sigma):
+            return None
+        return wl.TruncatedLognormal(bounds[0], bounds[1], median=median, sigma=sigma)
+    alpha = f["alpha"].number(required=True, minimum=0, exclusive_minimum=True, maximum=1e4)
+    beta = f["beta"].number(required=True, minimum=0, exclusive_minimum=True, maximum=1e4)
+    if None in (bounds, alpha, beta):
+        return None
+    return wl.BetaRange(bounds[0], bounds[1], alpha=alpha, beta=beta)
+
+
+# ---- sections -----------------------------------------------------------------------------
+def _datacenters(node: Node, catalog: Catalog) -> list[sc.Datacenter]:
+    out, seen = [], set()
+    for item in node.items(min_items=1) or []:
+        f = item.mapping(
+            required=("id", "roles", "gpus"),
+            optional=("power_budget_kw", "budget_usd_per_hour", "name"),
+        )
+        if f is None:
+            continue
+        dc_id = f["id"].identifier(required=True)
+        if dc_id in seen:
+            f["id"].fail("an id not used by another datacenter")
+        seen.add(dc_id)
+        roles = [r.choice(sc.ROLES, required=True) for r in f["roles"].items(min_items=1) or []]
+        offers = []
+        for g in f["gpus"].items(min_items=1) or []:
+            o = g.mapping(
+                required=("gpu",),
+                optional=("price_usd_per_gpu_hour", "max_gpus", "gpus_per_instance"),
+            )
+            if o is None:
+                continue
+            gpu_id = o["gpu"].reference(catalog.gpus, "GPU")
+            price = o["price_usd_per_gpu_hour"].number(
+                minimum=0, exclusive_minimum=True, maximum=1e4
+            )
+            max_gpus = o["max_gpus"].integer(minimum=0, maximum=10_000_000)
+            shapes = ()
+            if not o["gpus_per_instance"].is_missing:
+                shapes = tuple(
+                    s.integer(required=True, minimum=1, maximum=4096)
+                    for s in o["gpus_per_instance"].items(min_items=1) or []
+                )
+            if gpu_id is None or None in shapes:
+                continue
+            if price is None:
+                price = catalog.gpus[gpu_id].rental_usd_per_gpu_hour
+            offers.append(sc.GpuOffer(gpu_id, price, max_gpus, shapes))
+        power_kw = f["power_budget_kw"].number(minimum=0, exclusive_minimum=True, maximum=1e7)
+        budget = f["budget_usd_per_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
+        f["name"].string()
+        if dc_id and None not in roles:
+            out.append(
+                sc.Datacenter(
+                    dc_id,
+                    tuple(roles),
+                    tuple(offers),
+                    None if power_kw is None else power_kw * 1e3,
+                    budget,
+                )
+            )
+    return out
+
+
+def _wan(node: Node, catalog: Catalog, dc_ids: set[str]) -> sc.Wan | None:
+    f = node.mapping(
+        required=("rtt_ms",),
+        optional=(
+            "tiers",
+            "tier_prices_usd_per_month",
+            "per_connection_gbit_per_s",
+            "connection_pool_size",
+            "max_lines",
+            "links",
+        ),
+    )
+    if f is None:
+        return None
+    rtt_ms = f["rtt_ms"].number(required=True, minimum=0, maximum=10_000)
+    tiers = tuple(catalog.lines)
+    if not f["tiers"].is_missing:
+        tiers = tuple(t.reference(catalog.lines, "line tier") for t in f["tiers"].items(1) or [])
+    prices = {}
+    p = f["tier_prices_usd_per_month"]
+    if not p.is_missing and p.value is not None:
+        for key, child in (p.mapping(patterns=(r".*",)) or {}).items():
+            Node(key, child.path, child.problems).reference(catalog.lines, "line tier")
+            price = child.number(required=True, minimum=0, maximum=1e9)
+            if price is not None:
+                prices[key] = price
+    links = {}
+    for link in f["links"].items() if not f["links"].is_missing else []:
+        g = link.mapping(required=("between", "rtt_ms"))
+        if g is None:
+            continue
+        ends = [e.reference(dc_ids, "datacenter") for e in g["between"].items(2) or []]
+        rtt = g["rtt_ms"].number(required=True, minimum=0, maximum=10_000)
+        if len(ends) != 2:
+            g["between"].fail("a list of two datacenter ids")
+        elif None not in ends and rtt is not None:
+            links[(ends[0], ends[1])] = rtt * MS_S
+    per_conn = f["per_connection_gbit_per_s"].number(
+        default=1.0, minimum=0, exclusive_minimum=True, maximum=1e4
+    )
+    pool = f["connection_pool_size"].integer(default=64, minimum=1, maximum=1_000_000)
+    max_lines = f["max_lines"].integer(default=16, minimum=0, maximum=10_000)
+    if rtt_ms is None or None in tiers:
+        return None
+    return sc.Wan(rtt_ms * MS_S, tiers, prices, per_conn * GBIT_BITS, pool, max_lines, links)
+
+
+def _workload(node: Node) -> sc.Workload | None:
+    f = node.mapping(
+        required=("arrival_rate_per_s", "input_tokens", "output_tokens", "prefix_hit_rate"),
+        optional=("burstiness_cv2", "prefix_hit_rate_alternatives"),
+    )
+    if f is None:
+        return None
+    rate = f["arrival_rate_per_s"].number(
+        required=True, minimum=0, exclusive_minimum=True, maximum=1e7
+    )
+    cv2 = f["burstiness_cv2"].number(default=1.0, minimum=0, maximum=1e3)
+    inputs = distribution(f["input_tokens"], 1, MAX_TOKENS, integer=True)
+    outputs = distribution(f["output_tokens"], 1, MAX_TOKENS, integer=True)
+    hits = distribution(f["prefix_hit_rate"], 0.0, 1.0)
+    alternatives = {}
+    alt = f["prefix_hit_rate_alternatives"]
+    if not alt.is_missing:
+        for name, child in (alt.mapping(patterns=(r"[a-z0-9_]+",)) or {}).items():
+            parsed = distribution(child, 0.0, 1.0)
+            if parsed is not None:
+                alternatives[name] = parsed
+    if None in (rate, inputs, outputs, hits):
+        return None
+    return sc.Workload(rate, cv2, inputs, outputs, hits, alternatives)
+
+
+def _sla(node: Node) -> sc.Sla | None:
+    f = node.mapping(patterns=(_SLA_KEY.pattern,))
+    if f is None:
+        return None
+    limits: dict[str, dict[float, float]] = {"ttft": {}, "tpot": {}}
+    for key, child in f.items():
+        metric, pct, unit = _SLA_KEY.fullmatch(key).groups()
+        expected_unit = "s" if metric == "ttft" else "ms"
+        if unit != expected_unit:
+            child.problems.add(
+                child.path, f"a {metric} limit in {unit}", f"{metric}_p{pct}_{expected_unit}"
+            )
+            continue
+        value = child.number(required=True, minimum=0, exclusive_minimum=True, maximum=1e6)
+        if not 0 < float(pct) < 100:
+            child.problems.add(child.path, f"percentile {pct}", "a percentile between 0 and 100")
+        elif value is not None:
+            limits[metric][float(pct)] = value * (1.0 if unit == "s" else MS_S)
+    for metric, example in (("ttft", "ttft_p90_s: 10"), ("tpot", "tpot_p90_ms: 50")):
+        if not limits[metric] and not node.problems.items:
+            node.problems.add(
+                node.path, f"no {metric.upper()} limit", f"at least one, e.g. {example}"
+            )
+    return sc.Sla(limits["ttft"], limits["tpot"])
+
+
+def _objective(node: Node, default_demand: float | None) -> sc.Objective:
+    if node.is_missing:
+        return sc.Objective("max_bcr")
+    f = node.mapping(required=("kind",), optional=("demand_rps", "budget_usd_per_hour"))
+    if f is None:
+        return sc.Objective("max_bcr")
+    kind = f["kind"].choice(sc.OBJECTIVES, required=True)
+    demand = f["demand_rps"].number(minimum=0, exclusive_minimum=True, maximum=1e7)
+    budget = f["budget_usd_per_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
+    if kind == "max_goodput" and budget is None:
+        f["budget_usd_per_hour"].fail("a budget (max_goodput maximises goodput within it)")
+    return sc.Objective(
+        kind or "max_bcr", demand or (default_demand if kind == "min_cost" else None), budget
+    )
+
+
+def _policy(node: Node) -> sc.Policy:
+    f = (
+        node.mapping(
+            optional=(
+                "rld_hit_threshold",
+                "handoff",
+                "short_output_cutoff",
+                "utilization_cap_frac",
+                "decode_cache_capacity_tokens",
+            )
+        )
+        if (not node.is_missing)
+        else None
+    )
+    f = f or {
+        k: Node(None, k, node.problems)
+        for k in (
+            "rld_hit_threshold",
+            "handoff",
+            "short_output_cutoff",
+            "utilization_cap_frac",
+            "decode_cache_capacity_tokens",
+        )
+    }
+    threshold = None
+    if f["rld_hit_threshold"].value != "auto":
+        threshold = f["rld_hit_threshold"].fraction()
+    cutoff = sc.ShortOutputCutoff()
+    c = f["short_output_cutoff"]
+    if not c.is_missing and c.value is not None:
+        g = c.mapping(optional=("enabled", "max_output_tokens", "min_input_tokens"))
+        if g:
+            cutoff = sc.ShortOutputCutoff(
+                g["enabled"].boolean(default=False),
+                g["max_output_tokens"].integer(default=500, minimum=1, maximum=MAX_TOKENS),
+                g["min_input_tokens"].integer(default=32768, minimum=1, maximum=MAX_TOKENS),
+            )
+    return sc.Policy(
+        rld_hit_threshold=threshold,
+        handoff=f["handoff"].choice(sc.HANDOFF_MODES, default="auto"),
+        short_output_cutoff=cutoff,
+        utilization_cap_frac=f["utilization_cap_frac"].number(
+            default=0.85, minimum=0, exclusive_minimum=True, maximum=1.0
+        ),
+        decode_cache_capacity_tokens=f["decode_cache_capacity_tokens"].number(
+            minimum=0, maximum=1e15
+        ),
+    )
+
+
+def _costs(node: Node) -> sc.Costs:
+    if node.is_missing:
+        return sc.Costs()
+    f = node.mapping(optional=("include_power", "power_usd_per_kwh", "pue"))
+    if f is None:
+        return sc.Costs()
+    return sc.Costs(
+        f["include_power"].boolean(default=False),
+        f["power_usd_per_kwh"].number(default=0.10, minimum=0, maximum=100),
+        f["pue"].number(default=1.3, minimum=1.0, maximum=5.0),
+    )
+
+
+def _architectures(node: Node, datacenters: list[sc.Datacenter]) -> tuple[str, ...]:
+    roles = {r for dc in datacenters for r in dc.roles}
+    possible = tuple(a for a in sc.ARCHITECTURES if set(ARCHITECTURE_ROLES[a]) <= roles)
+    if node.is_missing:
+        return possible
+    chosen = tuple(a.choice(sc.ARCHITECTURES, required=True) for a in node.items(1) or [])
+    for item, arch in zip(node.items(1) or [], chosen, strict=False):
+        if arch and arch not in possible:
+            missing = sorted(set(ARCHITECTURE_ROLES[arch]) - roles)
+            item.fail(
+                f"an architecture whose roles some datacenter allows (missing: "
+                f"{', '.join(missing)})"
+            )
+    return tuple(a for a in chosen if a)
+
+
+def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenario:
+    """Read and check a scenario file; raise InputError listing every problem."""
+    path = Path(path)
+    catalog = catalog or Catalog()
+    problems = Problems(str(path))
+    root = Node(load_yaml(path, "a pdd-plan scenario"), "", problems)
+    f = root.mapping(
+        required=("name", "model", "datacenters", "workload", "sla"),
+        optional=(
+            "description",
+            "kv_dtype",
+            "weight_dtype",
+            "wan",
+            "objective",
+            "policy",
+            "costs",
+            "architectures",
+        ),
+    )
+    problems.raise_if_any()
+    model = f["model"].reference(catalog.model_ids(), "model")
+    datacenters = _datacenters(f["datacenters"], catalog)
+    dc_ids = {dc.id for dc in datacenters}
+    wan = None
+    if not f["wan"].is_missing:
+        wan = _wan(f["wan"], catalog, dc_ids)
+    elif len(datacenters) > 1:
+        f["wan"].fail("a wan section (the scenario has several datacenters)")
+    workload = _workload(f["workload"])
+    scenario = sc.Scenario(
+        name=f["name"].string(required=True) or "",
+        description=f["description"].string(default=""),
+        model=model or "",
+        kv_dtype=f["kv_dtype"].choice(tuple(DTYPE_BYTES), default="bf16"),
+        weight_dtype=f["weight_dtype"].choice(tuple(DTYPE_BYTES), default=None),
+        datacenters=tuple(datacenters),
+        wan=wan or sc.Wan(0.0, (), {}, GBIT_BITS, 64, 0),
+        workload=workload,
+        sla=_sla(f["sla"]),
+        objective=_objective(f["objective"], workload.arrival_rate_per_s if workload else None),
+        policy=_policy(f["policy"]),
+        costs=_costs(f["costs"]),
+        architectures=_architectures(f["architectures"], datacenters),
+        source_file=str(path),
+    )
+    problems.raise_if_any()
+    if model:
+        catalog.model(model)  # the model entry itself must load
+    return scenario

@@ -1,0 +1,266 @@
+"""A model's KV bytes, weights and FLOPs, computed from its architecture.
+
+`kv_bytes(tokens)` of one request is a function, not a constant:
+fixed part (recurrent states) + windowed part (at most `window` tokens per layer)
++ growing part (full, latent and compressed caches), so hybrid models are exact at
+every length. All results are SI floats (bytes, FLOPs, parameters).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pdd_plan.model.attention import (
+    AttendTerm,
+    Attention,
+    KvTerm,
+    LinearAttention,
+    attended_entries,
+    attended_entries_prefix_sum,
+)
+from pdd_plan.model.ffn import Ffn, MoeFfn
+from pdd_plan.units import dtype_bytes
+
+# Embeddings, norms and routers stay in 16 bits when an engine quantises the linears.
+EMBEDDING_DTYPE = "bf16"
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """`repeat` consecutive layers that share one attention and one FFN spec."""
+
+    repeat: int
+    attention: str
+    ffn: str
+
+
+@dataclass(frozen=True)
+class KvBreakdownRow:
+    category: str
+    layers: int
+    bytes_per_token: float  # long-context limit (growing part only)
+    window_bytes: float  # bytes held once the window is full
+    fixed_bytes: float  # recurrent state per request
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    id: str
+    name: str
+    architecture: str
+    source: str
+    hidden_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    weight_dtype: str
+    expert_weight_dtype: str
+    attention_types: dict[str, Attention]
+    ffn_types: dict[str, Ffn]
+    layer_groups: tuple[LayerGroup, ...]
+    mtp_layers: int = 0
+    indexer_dtype: str | None = None
+    shipped_kv_bytes_per_token: float | None = None
+    shipped_kv_source: str | None = None
+    notes: str = ""
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    # ---- structure -------------------------------------------------------------------
+    @property
+    def num_layers(self) -> int:
+        return sum(g.repeat for g in self.layer_groups)
+
+    def layers(self) -> list[tuple[Attention, Ffn]]:
+        """One (attention, ffn) pair per layer, in model order."""
+        out = []
+        for g in self.layer_groups:
+            out.extend([(self.attention_types[g.attention], self.ffn_types[g.ffn])] * g.repeat)
+        return out
+
+    def _layer_counts(self) -> list[tuple[int, Attention, Ffn]]:
+        counts: dict[tuple[str, str], int] = defaultdict(int)
+        for g in self.layer_groups:
+            counts[(g.attention, g.ffn)] += g.repeat
+        return [(n, self.attention_types[a], self.ffn_types[f]) for (a, f), n in counts.items()]
+
+    # ---- KV cache --------------------------------------------------------------------
+    def _kv_terms(self, kv_dtype: str) -> list[tuple[int, KvTerm]]:
+        indexer_dtype = self.indexer_dtype or kv_dtype
+        key = ("kv_terms", kv_dtype)
+        if key not in self._cache:
+            counts: dict[str, int] = defaultdict(int)
+            for g in self.layer_groups:
+                counts[g.attention] += g.repeat
+            self._cache[key] = [
+                (n, term)
+                for name, n in counts.items()
+                for term in self.attention_types[name].kv_terms(kv_dtype, indexer_dtype)
+            ]
+        return self._cache[key]
+
+    def fixed_state_bytes(self) -> float:
+        """Recurrent state per request, whatever its length (linear-attention layers)."""
+        counts: dict[str, int] = defaultdict(int)
+        for g in self.layer_groups:
+            counts[g.attention] += g.repeat
+        return float(
+            sum(n * self.attention_types[a].fixed_state_bytes() for a, n in counts.items())
+        )
+
+    def kv_bytes(self, tokens, kv_dtype: str = "bf16"):
+        """Bytes of KV cache (and recurrent state) one request of `tokens` tokens holds.
+
+        Accepts an int or a numpy array of token counts (vectorised).
+        """
+        length = np.asarray(tokens, dtype=np.int64)
+        if np.any(length < 0):
+            raise ValueError("token counts must be >= 0")
+        total = np.zeros(length.shape, dtype=float)
+        for n_layers, term in self._kv_terms(kv_dtype):
+            stored = (
+                length if term.window_tokens is None else np.minimum(length, term.window_tokens)
+            )
+            entries = -(-stored // term.ratio)  # ceil for non-negative integers
+            total += n_layers * term.bytes_per_entry * entries
+        total += np.where(length > 0, self.fixed_state_bytes(), 0.0)
+        return float(total) if total.ndim == 0 else total
+
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> float:
+        """Growing bytes per token in the long-context limit (windows and states excluded)."""
+        return sum(
+            n * t.bytes_per_entry / t.ratio
+            for n, t in self._kv_terms(kv_dtype)
+            if t.window_tokens is None
+        )
+
+    def shipped_bytes_per_token(self, kv_dtype: str = "bf16") -> float:
+        """Bytes per token that cross a link: the engine override where one is given."""
+        if self.shipped_kv_bytes_per_token is not None:
+            return self.shipped_kv_bytes_per_token
+        return self.kv_bytes_per_token(kv_dtype)
+
+    def kv_breakdown(self, kv_dtype: str = "bf16") -> list[KvBreakdownRow]:
+        """KV bytes by kind of layer term, for `model show`."""
+        rows: dict[str, list[float]] = {}
+        for n_layers, term in self._kv_terms(kv_dtype):
+            row = rows.setdefault(term.category, [0, 0.0, 0.0, 0.0])
+            row[0] += n_layers
+            if term.window_tokens is None:
+                row[1] += n_layers * term.bytes_per_entry / term.ratio
+            else:
+                row[2] += (
+                    n_layers * term.bytes_per_entry * math.ceil(term.window_tokens / term.ratio)
+                )
+        counts: dict[str, int] = defaultdict(int)
+        for g in self.layer_groups:
+            counts[g.attention] += g.repeat
+        for name, n in counts.items():
+            att = self.attention_types[name]
+            if isinstance(att, LinearAttention):
+                row = rows.setdefault(att.label, [0, 0.0, 0.0, 0.0])
+                row[0] += n
+                row[3] += n * att.fixed_state_bytes()
+        return [KvBreakdownRow(k, int(v[0]), v[1], v[2], v[3]) for k, v in rows.items()]
+
+    # ---- parameters and weights --------------------------------------------------------
+    def embedding_params(self) -> int:
+        copies = 1 if self.tie_word_embeddings else 2
+        return copies * self.vocab_size * self.hidden_size
+
+    def _norm_params(self) -> int:
+        return (2 * self.num_layers + 1) * self.hidden_size
+
+    def params_total(self) -> int:
+        """All parameters of the main model (MTP layers excluded, as in published totals)."""
+        body = sum(
+            n * (att.params(self.hidden_size) + ffn.params(self.hidden_size))
+            for n, att, ffn in self._layer_counts()
+        )
+        return body + self.embedding_params() + self._norm_params()
+
+    def params_active(self) -> int:
+        """Parameters one token touches: everything but the experts it is not routed to."""
+        body = sum(
+            n * (att.params(self.hidden_size) + ffn.active_params(self.hidden_size))
+            for n, att, ffn in self._layer_counts()
+        )
+        return body + self.embedding_params() + self._norm_params()
+
+    def routed_expert_params(self) -> int:
+        return sum(
+            n * ffn.routed_expert_params(self.hidden_size) for n, _, ffn in self._layer_counts()
+        )
+
+    def weight_bytes(self, weight_dtype: str | None = None) -> float:
+        """Bytes of weights: dense linears, routed experts, and 16-bit embeddings and norms.
+
+        `weight_dtype` overrides both the dense and the expert dtype (a quantised deployment).
+        """
+        dense_dtype = weight_dtype or self.weight_dtype
+        expert_dtype = weight_dtype or self.expert_weight_dtype
+        experts = self.routed_expert_params()
+        unquantised = self.embedding_params() + self._norm_params()
+        dense = self.params_total() - experts - unquantised
+        return (
+            dense * dtype_bytes(dense_dtype)
+            + experts * dtype_bytes(expert_dtype)
+            + unquantised * dtype_bytes(EMBEDDING_DTYPE)
+        )
+
+    def moe_layout(self) -> list[tuple[int, MoeFfn]]:
+        """(layers, spec) of every MoE FFN, for the expert-touch model of decode."""
+        return [(n, ffn) for n, _, ffn in self._layer_counts() if isinstance(ffn, MoeFfn)]
+
+    # ---- FLOPs -------------------------------------------------------------------------
+    def _matmul_flop_per_token(self) -> float:
+        """2 x active parameters of the linears (the embedding lookup is not a matmul)."""
+        lm_head = self.vocab_size * self.hidden_size
+        body = self.params_active() - self.embedding_params() - self._norm_params()
+        return 2.0 * (body + lm_head)
+
+    def _attention_terms(self, decode: bool) -> list[tuple[int, AttendTerm]]:
+        counts: dict[str, int] = defaultdict(int)
+        for g in self.layer_groups:
+            counts[g.attention] += g.repeat
+        return [
+            (n, term)
+            for name, n in counts.items()
+            for term in self.attention_types[name].attend_terms(decode)
+        ]
+
+    def _linear_state_flop_per_token(self) -> float:
+        return sum(
+            n * att.flop_per_token()
+            for n, att, _ in self._layer_counts()
+            if isinstance(att, LinearAttention)
+        )
+
+    def prefill_flops(self, new_tokens: int, cached_tokens: int = 0) -> float:
+        """FLOPs of a prefill chunk of `new_tokens` after `cached_tokens` already cached.
+
+        Linears for every new token (the LM head only for the last), causal attention of
+        each new token over everything before it, and linear-state updates.
+        """
+        if new_tokens <= 0:
+            return 0.0
+        lm_head = 2.0 * self.vocab_size * self.hidden_size
+        linears = (self._matmul_flop_per_token() - lm_head) * new_tokens + lm_head
+        attention = 0.0
+        end = cached_tokens + new_tokens
+        for n_layers, t in self._attention_terms(decode=False):
+            entries = attended_entries_prefix_sum(
+                end, t.ratio, t.cap_entries
+            ) - attended_entries_prefix_sum(cached_tokens, t.ratio, t.cap_entries)
+            attention += n_layers * t.flop_per_entry * entries
+        return linears + attention + self._linear_state_flop_per_token() * new_tokens
+
+    def decode_flops(self, context_tokens: int) -> float:
+        """FLOPs of one decode token whose query sees `context_tokens` earlier tokens."""
+        attention = sum(
+            n * t.flop_per_entry * attended_entries(context_tokens + 1, t.ratio, t.cap_entries)
+            for n, t in self._attention_terms(decode=True)
+        )
+        return self._matmul_flop_per_token() + attention + self._linear_state_flop_per_token()

@@ -1,0 +1,112 @@
+"""A scenario: what the planner is asked to plan for. Plain data, SI units."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pdd_plan.model.workload import Distribution
+
+ROLES = ("prefill", "relay_decode", "main_decode", "decode", "colocated")
+ARCHITECTURES = ("pdd", "idc_pd", "cdc_pd", "colocated")
+OBJECTIVES = ("max_bcr", "min_cost", "max_goodput")
+HANDOFF_MODES = ("catch_up", "one_shot", "auto")
+
+
+@dataclass(frozen=True)
+class GpuOffer:
+    """A GPU type a datacenter can host, at its local price, up to an availability."""
+
+    gpu: str
+    price_usd_per_gpu_hour: float
+    max_gpus: int | None
+    gpus_per_instance: tuple[int, ...]  # instance shapes allowed; empty = planner's choice
+
+
+@dataclass(frozen=True)
+class Datacenter:
+    id: str
+    roles: tuple[str, ...]
+    gpus: tuple[GpuOffer, ...]
+    power_budget_w: float | None = None
+    budget_usd_per_hour: float | None = None
+
+
+@dataclass(frozen=True)
+class Wan:
+    rtt_s: float
+    tiers: tuple[str, ...]
+    tier_price_usd_per_month: dict[str, float]
+    per_connection_bits_per_s: float
+    connection_pool_size: int
+    max_lines: int
+    link_rtt_s: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def rtt_between(self, a: str, b: str) -> float:
+        return self.link_rtt_s.get((a, b), self.link_rtt_s.get((b, a), self.rtt_s))
+
+
+@dataclass(frozen=True)
+class Workload:
+    arrival_rate_per_s: float
+    burstiness_cv2: float
+    input_tokens: Distribution
+    output_tokens: Distribution
+    prefix_hit_rate: Distribution
+    hit_rate_alternatives: dict[str, Distribution] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Sla:
+    ttft_s: dict[float, float]  # percentile (0-100) -> limit
+    tpot_s: dict[float, float]
+
+
+@dataclass(frozen=True)
+class Objective:
+    kind: str
+    demand_rps: float | None = None
+    budget_usd_per_hour: float | None = None
+
+
+@dataclass(frozen=True)
+class ShortOutputCutoff:
+    enabled: bool = False
+    max_output_tokens: int = 500
+    min_input_tokens: int = 32768
+
+
+@dataclass(frozen=True)
+class Policy:
+    rld_hit_threshold: float | None  # None = searched by the planner
+    handoff: str
+    short_output_cutoff: ShortOutputCutoff
+    utilization_cap_frac: float
+    decode_cache_capacity_tokens: float | None  # None = unlimited (MD hit rate = P's)
+
+
+@dataclass(frozen=True)
+class Costs:
+    include_power: bool = False
+    power_usd_per_kwh: float = 0.10
+    pue: float = 1.3
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    model: str
+    kv_dtype: str
+    weight_dtype: str | None
+    datacenters: tuple[Datacenter, ...]
+    wan: Wan
+    workload: Workload
+    sla: Sla
+    objective: Objective
+    policy: Policy
+    costs: Costs
+    architectures: tuple[str, ...] = ARCHITECTURES
+    source_file: str = ""
+
+    def datacenter(self, dc_id: str) -> Datacenter:
+        return next(dc for dc in self.datacenters if dc.id == dc_id)

@@ -1,0 +1,1 @@
+"""Formatting only: tables, JSON, files. Numbers come from model/ already computed."""
