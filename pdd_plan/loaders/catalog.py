@@ -66,7 +66,12 @@ _INTEGER_FIELDS = {"scale_up_domain_gpus", "gpus_per_node"}
 
 
 def sourced(
-    node: Node, sources: set[str], required: bool, integer: bool = False, fraction: bool = False
+    node: Node,
+    sources: set[str],
+    required: bool,
+    integer: bool = False,
+    fraction: bool = False,
+    allow_zero: bool = False,
 ) -> Sourced | None:
     """A `{value, source, basis, note}` figure; a missing source is a problem, always."""
     f = node.mapping(required=("value", "source"), optional=("basis", "note"))
@@ -74,7 +79,11 @@ def sourced(
         return None
     maximum = 1.0 if fraction else 1e9
     value = f["value"].number(
-        minimum=0, exclusive_minimum=True, maximum=maximum, integer=integer, required=required
+        minimum=0,
+        exclusive_minimum=not allow_zero,
+        maximum=maximum,
+        integer=integer,
+        required=required,
     )
     source = f["source"].string(required=True)
     if source is not None and source not in sources:
@@ -181,7 +190,7 @@ def load_lines(path: Path, sources: set[str]) -> dict[str, LineTier]:
             required=True, minimum=0, exclusive_minimum=True, maximum=1e6
         )
         price = sourced(t["price_usd_per_month"], sources, True)
-        install = sourced(t["install_usd"], sources, False)
+        install = sourced(t["install_usd"], sources, False, allow_zero=True)
         kind = t["kind"].choice(("wavelength", "cloud_port"), required=True)
         name = t["name"].string(required=True)
         if None in (tier_id, capacity, price, install, kind, name) or price.value is None:
