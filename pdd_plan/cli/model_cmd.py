@@ -13,7 +13,7 @@ from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.hf_config import import_hf_config
 from pdd_plan.loaders.model_file import model_from_dict
-from pdd_plan.loaders.strict import load_yaml
+from pdd_plan.loaders.strict import did_you_mean, load_yaml
 from pdd_plan.report import views
 from pdd_plan.report.files import write_atomic
 from pdd_plan.units import DTYPE_BYTES, format_bytes, format_count
@@ -27,7 +27,11 @@ FORMAT = typer.Option(Format.table, "--format", help="table or json")
 def _dtype(value: str | None, option: str) -> str | None:
     if value is not None and value not in DTYPE_BYTES:
         raise InputError.single(
-            "command line", option, repr(value), f"one of {', '.join(DTYPE_BYTES)}"
+            "command line",
+            option,
+            repr(value),
+            f"one of {', '.join(DTYPE_BYTES)}",
+            did_you_mean(value, DTYPE_BYTES),
         )
     return value
 

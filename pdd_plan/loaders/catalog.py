@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.model_file import model_from_dict
-from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
+from pdd_plan.loaders.strict import ID_PATTERN, Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model.hardware import BASES, Gpu, LineTier, Sourced
 from pdd_plan.model.llm import ModelSpec
 from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
@@ -232,7 +232,7 @@ class Catalog:
 
     def model_data(self, model_id: str) -> dict:
         path = self.root / "models" / f"{model_id}.yaml"
-        if not path.exists():
+        if not ID_PATTERN.fullmatch(model_id) or not path.exists():
             raise InputError.single(
                 "model",
                 "",

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from pdd_plan.errors import InputError, Problem
+from pdd_plan.loaders.strict import describe
 
 # Keys that change what a layer stores or computes. A generic import that leaves one of
 # these unread would mis-model the architecture, so it is refused instead.
@@ -39,34 +40,76 @@ _HARMLESS_KEYS = {
 }
 
 
+_MAX_INT = 10_000_000  # the largest dimension a catalog entry accepts
+_MAX_LAYERS = 10_000  # the largest layer-group `repeat` a catalog entry accepts
+
+
+class _Ints:
+    """The `kind` of a list of whole numbers (layer numbers, compression ratios)."""
+
+
+_EXPECTED = {
+    _Ints: "a list of whole numbers",
+    list: "a list",
+    dict: "an object",
+    str: "a text",
+    bool: "true or false",
+}
+_EMPTY = {int: int, list: list, dict: dict, _Ints: list}
+
+
+def _fits(value, kind, maximum: int = _MAX_INT) -> bool:
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= maximum
+    if kind is _Ints:
+        return isinstance(value, list) and all(_fits(v, int) for v in value)
+    return isinstance(value, kind)
+
+
 class _Config:
-    """Reads config keys, remembering which were read and which were missing."""
+    """Reads config keys, remembering which were read, which were missing and which held
+    a value of the wrong type (reported, and read as empty, never used)."""
 
     def __init__(self, data: dict[str, Any], file: str, prefix: str = ""):
         self.data, self.file, self.prefix = data, file, prefix
         self.used: set[str] = set()
         self.missing: list[str] = []
+        self.wrong: list[Problem] = []
 
-    def req(self, key: str, kind=int):
+    def req(self, key: str, kind=int, maximum: int = _MAX_INT):
         self.used.add(key)
         value = self.data.get(key)
-        if value is None or (
-            kind is int and (isinstance(value, bool) or not isinstance(value, int))
-        ):
+        if value is None:
             self.missing.append(key)
-            return kind() if kind in (int, list, dict) else None
-        return value
+        elif self._check(key, value, kind, maximum):
+            return value
+        return _EMPTY[kind]() if kind in _EMPTY else None
 
-    def opt(self, key: str, default=None):
+    def opt(self, key: str, default=None, kind=None):
+        """An optional key; its type (`kind`, else the default's) is checked if known."""
         self.used.add(key)
         value = self.data.get(key)
-        return default if value is None else value
+        if value is None:
+            return default
+        kind = kind or (None if default is None else type(default))
+        return value if kind is None or self._check(key, value, kind) else default
+
+    def _check(self, key: str, value, kind, maximum: int = _MAX_INT) -> bool:
+        if _fits(value, kind, maximum):
+            return True
+        expected = f"a whole number from 0 to {maximum:,}" if kind is int else _EXPECTED[kind]
+        self.wrong.append(Problem(self.file, self.prefix + key, describe(value), expected))
+        return False
 
     def problems(self) -> list[Problem]:
-        return [
+        missing = [
             Problem(self.file, self.prefix + k, "nothing", "this key for the model's architecture")
             for k in self.missing
         ]
+        first: dict[str, Problem] = {}  # a key read twice is reported once
+        for problem in self.wrong + missing:
+            first.setdefault(problem.key_path, problem)
+        return list(first.values())
 
 
 def _run_length(per_layer: list[tuple[str, str]]) -> list[dict]:
@@ -81,20 +124,23 @@ def _run_length(per_layer: list[tuple[str, str]]) -> list[dict]:
 
 def _weight_dtypes(c: _Config, text: dict) -> tuple[str, str]:
     """(dense, routed-expert) weight dtype from the quantisation config."""
-    q = c.opt("quantization_config") or {}
+    q = c.opt("quantization_config", kind=dict) or {}
     method = q.get("quant_method")
-    expert = c.opt("expert_dtype")
+    expert = c.opt("expert_dtype", kind=str)
     if method == "fp8":
         return "fp8", expert or "fp8"
     if method == "mxfp4":
         return "bf16", "mxfp4"  # gpt-oss: experts in MXFP4, attention and router in BF16
     if method == "compressed-tensors":
-        group = next(iter((q.get("config_groups") or {}).values()), {})
-        weights = group.get("weights") or {}
+        groups = q.get("config_groups")
+        group = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
+        weights = group.get("weights") if isinstance(group, dict) else None
+        weights = weights if isinstance(weights, dict) else {}
         quant = (
             "mxfp4" if "mxfp4" in str(q.get("format", "")) else f"int{weights.get('num_bits', 4)}"
         )
-        ignored = " ".join(q.get("ignore") or [])
+        ignore = q.get("ignore")
+        ignored = " ".join(map(str, ignore)) if isinstance(ignore, list) else ""
         dense = "bf16" if "self_attn" in ignored else quant
         return dense, quant
     c.opt("torch_dtype")
@@ -115,7 +161,7 @@ def _moe(c: _Config, experts_key: str, topk_key: str, shared: int) -> dict:
 
 def _gqa(c: _Config, prefix: str = "", window: int | None = None) -> dict:
     heads = c.req(prefix + "num_attention_heads")
-    head_dim = c.opt(prefix + "head_dim") or c.req("hidden_size") // max(heads, 1)
+    head_dim = c.opt(prefix + "head_dim", kind=int) or c.req("hidden_size") // max(heads, 1)
     spec = {
         "kind": "gqa",
         "num_heads": heads,
@@ -136,7 +182,7 @@ def _mla(c: _Config, indexer: bool) -> dict:
         "qk_rope_head_dim": c.req("qk_rope_head_dim"),
         "qk_nope_head_dim": c.req("qk_nope_head_dim"),
         "v_head_dim": c.req("v_head_dim"),
-        "q_lora_rank": c.opt("q_lora_rank"),
+        "q_lora_rank": c.opt("q_lora_rank", kind=int),
     }
     if indexer:
         spec["indexer"] = {
@@ -161,7 +207,7 @@ def _deepseek_ffns(
 
 
 def _map_deepseek_mla(c: _Config) -> dict:
-    n = c.req("num_hidden_layers")
+    n = c.req("num_hidden_layers", maximum=_MAX_LAYERS)
     indexer = c.opt("index_head_dim") is not None
     ffns, per_layer_ffn = _deepseek_ffns(c, n)
     name = "mla_dsa" if indexer else "mla"
@@ -179,10 +225,11 @@ _CSA_MAX_RATIO = 16
 
 
 def _map_deepseek_v4(c: _Config) -> dict:
-    n = c.req("num_hidden_layers")
-    ratios = c.req("compress_ratios", list)
+    n = c.req("num_hidden_layers", maximum=_MAX_LAYERS)
+    ratios = c.req("compress_ratios", _Ints)
     if len(ratios) < n:
-        c.missing.append(f"compress_ratios (has {len(ratios)} entries, needs {n})")
+        if ratios:  # an absent or malformed list is reported already
+            c.missing.append(f"compress_ratios (has {len(ratios)} entries, needs {n})")
         ratios = [0] * n
     base = {
         "kind": "compressed",
@@ -234,8 +281,8 @@ def _gdn(c: _Config, state_dtype: str) -> dict:
 
 
 def _map_qwen_hybrid(c: _Config) -> dict:
-    n = c.req("num_hidden_layers")
-    layer_types = c.opt("layer_types")
+    n = c.req("num_hidden_layers", maximum=_MAX_LAYERS)
+    layer_types = c.opt("layer_types", kind=list)
     if layer_types is None:
         interval = c.req("full_attention_interval")
         layer_types = [
@@ -243,9 +290,10 @@ def _map_qwen_hybrid(c: _Config) -> dict:
             for i in range(n)
         ]
     c.opt("full_attention_interval")
-    state_dtype = {"float32": "fp32", "bfloat16": "bf16"}.get(c.opt("mamba_ssm_dtype"), "fp32")
+    ssm_dtype = c.opt("mamba_ssm_dtype", kind=str)
+    state_dtype = {"float32": "fp32", "bfloat16": "bf16"}.get(ssm_dtype, "fp32")
     shared = c.opt("shared_expert_intermediate_size", 0)
-    dense_layers = set(c.opt("mlp_only_layers", []))
+    dense_layers = set(c.opt("mlp_only_layers", [], kind=_Ints))
     c.opt("decoder_sparse_step")
     per_layer = [
         ("full" if t == "full_attention" else "gdn", "dense" if i in dense_layers else "moe")
@@ -263,10 +311,12 @@ def _map_qwen_hybrid(c: _Config) -> dict:
 
 
 def _map_kimi_linear(c: _Config) -> dict:
-    n = c.req("num_hidden_layers")
-    lin = c.req("linear_attn_config", dict)
-    full = set(lin.get("full_attn_layers") or [])  # 1-based layer numbers
-    heads, head_dim = lin.get("num_heads"), lin.get("head_dim")
+    n = c.req("num_hidden_layers", maximum=_MAX_LAYERS)
+    lin = _Config(c.req("linear_attn_config", dict), c.file, c.prefix + "linear_attn_config.")
+    full = set(lin.opt("full_attn_layers", kind=_Ints) or [])  # 1-based layer numbers
+    heads, head_dim = lin.opt("num_heads", kind=int), lin.opt("head_dim", kind=int)
+    conv_kernel = lin.opt("short_conv_kernel_size", 0)
+    c.wrong += lin.wrong
     if not (full and heads and head_dim):
         c.missing.append("linear_attn_config.{full_attn_layers,num_heads,head_dim}")
     kda = {
@@ -276,15 +326,15 @@ def _map_kimi_linear(c: _Config) -> dict:
         "num_key_heads": heads or 0,
         "key_head_dim": head_dim or 0,
         "value_head_dim": head_dim or 0,
-        "conv_kernel": lin.get("short_conv_kernel_size", 0),
+        "conv_kernel": conv_kernel,
         "state_dtype": "fp32",
     }
     moe_inter = c.req("moe_intermediate_size")
     moe = _moe(
         c, "num_experts", "num_experts_per_token", c.opt("num_shared_experts", 0) * moe_inter
     )
-    if c.opt("routed_expert_hidden_size"):
-        moe["expert_hidden_size"] = c.opt("routed_expert_hidden_size")
+    if c.opt("routed_expert_hidden_size", kind=int):
+        moe["expert_hidden_size"] = c.opt("routed_expert_hidden_size", kind=int)
     first_dense = c.opt("first_k_dense_replace", 0)
     per_layer = [
         ("mla" if i + 1 in full else "kda", "dense" if i < first_dense else "moe") for i in range(n)
@@ -332,8 +382,9 @@ def _map_minimax_m1(c: _Config) -> dict:
 def _map_sliding_hybrid(c: _Config) -> dict:
     """gpt-oss (`layer_types`) and MiMo-V2-Flash (`hybrid_layer_pattern`, `moe_layer_freq`)."""
     window = c.req("sliding_window")
-    if c.opt("hybrid_layer_pattern") is not None:
-        kinds = ["swa" if t == 1 else "full" for t in c.opt("hybrid_layer_pattern")]
+    pattern = c.opt("hybrid_layer_pattern", kind=list)
+    if pattern is not None:
+        kinds = ["swa" if t == 1 else "full" for t in pattern]
         swa = _gqa(c, "swa_", window)
         swa["num_heads"] = c.opt("swa_num_attention_heads", swa["num_heads"])
         c.opt("sliding_window_size")
@@ -356,7 +407,7 @@ def _map_sliding_hybrid(c: _Config) -> dict:
             c,
             "n_routed_experts",
             "num_experts_per_tok",
-            (c.opt("n_shared_experts") or 0) * c.req("moe_intermediate_size"),
+            (c.opt("n_shared_experts", kind=int) or 0) * c.req("moe_intermediate_size"),
         )
     ffns = {"moe": moe}
     if not all(moe_layers):
@@ -373,14 +424,18 @@ def _map_sliding_hybrid(c: _Config) -> dict:
 
 def _map_generic_gqa(c: _Config) -> dict:
     """Llama, Qwen3 (dense and MoE), GLM-4.x, MiniMax-M2 and other plain GQA models."""
-    n = c.req("num_hidden_layers")
-    experts = c.opt("num_experts") or c.opt("num_local_experts") or c.opt("n_routed_experts")
+    n = c.req("num_hidden_layers", maximum=_MAX_LAYERS)
+    experts = (
+        c.opt("num_experts", kind=int)
+        or c.opt("num_local_experts", kind=int)
+        or c.opt("n_routed_experts", kind=int)
+    )
     ffns: dict[str, dict] = {}
     per_layer_ffn = ["dense"] * n
     if experts:
         topk_key = "num_experts_per_tok"
         inter_key = (
-            "moe_intermediate_size" if c.opt("moe_intermediate_size") else "intermediate_size"
+            "moe_intermediate_size" if c.opt("moe_intermediate_size", 0) else "intermediate_size"
         )
         shared = (
             c.opt("n_shared_experts", 0) * c.opt("moe_intermediate_size", 0)
@@ -395,7 +450,7 @@ def _map_generic_gqa(c: _Config) -> dict:
             "shared_intermediate_size": shared,
         }
         first_dense = c.opt("first_k_dense_replace", 0)
-        dense_layers = set(c.opt("mlp_only_layers", [])) | set(range(first_dense))
+        dense_layers = set(c.opt("mlp_only_layers", [], kind=_Ints)) | set(range(first_dense))
         per_layer_ffn = ["dense" if i in dense_layers else "moe" for i in range(n)]
         c.opt("decoder_sparse_step")
     if "dense" in per_layer_ffn:
@@ -451,10 +506,18 @@ def _text_config(config: dict) -> tuple[dict, str]:
     return config, ""
 
 
+def _architecture(text: dict, config: dict, model_type: str) -> str:
+    """The first `architectures` entry (e.g. LlamaForCausalLM), else the model type."""
+    for names in (text.get("architectures"), config.get("architectures")):
+        if isinstance(names, list) and names and isinstance(names[0], str):
+            return names[0]
+    return model_type
+
+
 def import_hf_config(config: Any, file: str, model_id: str, name: str, source: str) -> dict:
     """Map a parsed `config.json` to a catalog entry dict; InputError names what failed."""
     if not isinstance(config, dict):
-        raise InputError.single(file, "", type(config).__name__, "a JSON object (a config.json)")
+        raise InputError.single(file, "", describe(config), "a JSON object (a config.json)")
     text, prefix = _text_config(config)
     c = _Config(text, file, prefix)
     model_type = str(text.get("model_type") or config.get("model_type") or "")
@@ -462,7 +525,7 @@ def import_hf_config(config: Any, file: str, model_id: str, name: str, source: s
     mapper = _MAPPERS.get(model_type, _map_generic_gqa)
     mapped = mapper(c)
     hidden, vocab = c.req("hidden_size"), c.req("vocab_size")
-    tie = bool(c.opt("tie_word_embeddings", config.get("tie_word_embeddings", False)))
+    tie = bool(c.opt("tie_word_embeddings", config.get("tie_word_embeddings") is True, bool))
     dense_dtype, expert_dtype = _weight_dtypes(c, text)
     problems = c.problems()
     if model_type not in _MAPPERS and model_type not in _GENERIC_KNOWN:
@@ -483,11 +546,10 @@ def import_hf_config(config: Any, file: str, model_id: str, name: str, source: s
             )
     if problems:
         raise InputError(problems)
-    architectures = text.get("architectures") or config.get("architectures") or [model_type]
     return {
         "id": model_id,
         "name": name,
-        "architecture": architectures[0],
+        "architecture": _architecture(text, config, model_type),
         "source": source,
         "hidden_size": hidden,
         "vocab_size": vocab,

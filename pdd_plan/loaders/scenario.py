@@ -5,14 +5,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog, data_dir
-from pdd_plan.loaders.strict import Node, Problems, load_yaml
+from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model import workload as wl
 from pdd_plan.units import DTYPE_BYTES, GBIT_BITS, MS_S
 
 MAX_TOKENS = 10_000_000
-_SLA_KEY = re.compile(r"(ttft|tpot)_p(\d{1,2}(?:\.\d+)?)_(s|ms)")
+_SLA_KEY = re.compile(r"(ttft|tpot)_p(\d{1,3}(?:\.\d+)?)_(s|ms)")
+_SLA_EXAMPLES = tuple(
+    f"{m}_p{p}_{u}" for m, u in (("ttft", "s"), ("tpot", "ms")) for p in (50, 90, 99)
+)
 # roles each architecture needs somewhere in the scenario's datacenters
 ARCHITECTURE_ROLES = {
     "pdd": ("prefill", "relay_decode", "main_decode"),
@@ -33,7 +37,17 @@ def resolve_scenario_path(name_or_path: str | None) -> Path:
     path = Path(name_or_path)
     if path.exists() or path.suffix in (".yaml", ".yml", ".json") or "/" in name_or_path:
         return path
-    return scenarios_dir() / f"{name_or_path}.yaml"
+    shipped = scenarios_dir() / f"{name_or_path}.yaml"
+    if not shipped.exists():
+        names = sorted(p.stem for p in scenarios_dir().glob("*.yaml"))
+        raise InputError.single(
+            name_or_path,
+            "",
+            "neither a file nor a shipped scenario",
+            f"a scenario file or one of {', '.join(names)}",
+            did_you_mean(name_or_path, names),
+        )
+    return shipped
 
 
 # ---- distributions ------------------------------------------------------------------------
@@ -150,7 +164,8 @@ def distribution(node: Node, lo: float, hi: float, integer: bool = False):
 
 
 # ---- sections -----------------------------------------------------------------------------
-def _datacenters(node: Node, catalog: Catalog) -> list[sc.Datacenter]:
+def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set[str]]:
+    """The valid datacenters, and every well-formed id (valid datacenter or not)."""
     out, seen = [], set()
     for item in node.items(min_items=1) or []:
         f = item.mapping(
@@ -160,7 +175,7 @@ def _datacenters(node: Node, catalog: Catalog) -> list[sc.Datacenter]:
         if f is None:
             continue
         dc_id = f["id"].identifier(required=True)
-        if dc_id in seen:
+        if dc_id is not None and dc_id in seen:
             f["id"].fail("an id not used by another datacenter")
         seen.add(dc_id)
         roles = [r.choice(sc.ROLES, required=True) for r in f["roles"].items(min_items=1) or []]
@@ -201,10 +216,11 @@ def _datacenters(node: Node, catalog: Catalog) -> list[sc.Datacenter]:
                     budget,
                 )
             )
-    return out
+    return out, seen - {None}
 
 
-def _wan(node: Node, catalog: Catalog, dc_ids: set[str]) -> sc.Wan | None:
+def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None:
+    """`dc_ids` None: the datacenters could not be read, so link ends are not checked."""
     f = node.mapping(
         required=("rtt_ms",),
         optional=(
@@ -235,7 +251,10 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str]) -> sc.Wan | None:
         g = link.mapping(required=("between", "rtt_ms"))
         if g is None:
             continue
-        ends = [e.reference(dc_ids, "datacenter") for e in g["between"].items(2) or []]
+        ends = [
+            e.reference(dc_ids, "datacenter") if dc_ids is not None else e.identifier()
+            for e in g["between"].items(2) or []
+        ]
         rtt = g["rtt_ms"].number(required=True, minimum=0, maximum=10_000)
         if len(ends) != 2:
             g["between"].fail("a list of two datacenter ids")
@@ -278,12 +297,21 @@ def _workload(node: Node) -> sc.Workload | None:
 
 
 def _sla(node: Node) -> sc.Sla | None:
-    f = node.mapping(patterns=(_SLA_KEY.pattern,))
+    f = node.mapping(patterns=(r".*",))  # any key: an unknown one is reported below
     if f is None:
         return None
     limits: dict[str, dict[float, float]] = {"ttft": {}, "tpot": {}}
     for key, child in f.items():
-        metric, pct, unit = _SLA_KEY.fullmatch(key).groups()
+        match = _SLA_KEY.fullmatch(key)
+        if match is None:
+            child.problems.add(
+                child.path,
+                "an unknown key",
+                "ttft_pNN_s or tpot_pNN_ms (NN a percentile)",
+                did_you_mean(key, _SLA_EXAMPLES),
+            )
+            continue
+        metric, pct, unit = match.groups()
         expected_unit = "s" if metric == "ttft" else "ms"
         if unit != expected_unit:
             child.problems.add(
@@ -296,9 +324,12 @@ def _sla(node: Node) -> sc.Sla | None:
         elif value is not None:
             limits[metric][float(pct)] = value * (1.0 if unit == "s" else MS_S)
     for metric, example in (("ttft", "ttft_p90_s: 10"), ("tpot", "tpot_p90_ms: 50")):
-        if not limits[metric] and not node.problems.items:
+        if not limits[metric] and not any(k.startswith(metric) for k in f):
+            unit = "s" if metric == "ttft" else "ms"
             node.problems.add(
-                node.path, f"no {metric.upper()} limit", f"at least one, e.g. {example}"
+                f"{node.path}.{metric}_pNN_{unit}",
+                f"no {metric.upper()} limit",
+                f"at least one, e.g. {example}",
             )
     return sc.Sla(limits["ttft"], limits["tpot"])
 
@@ -382,14 +413,19 @@ def _costs(node: Node) -> sc.Costs:
     )
 
 
-def _architectures(node: Node, datacenters: list[sc.Datacenter]) -> tuple[str, ...]:
+def _architectures(
+    node: Node, datacenters: list[sc.Datacenter], roles_known: bool = True
+) -> tuple[str, ...]:
+    """The architectures to compare; `roles_known` False (a datacenter had problems)
+    skips the check that some datacenter allows each one's roles."""
     roles = {r for dc in datacenters for r in dc.roles}
     possible = tuple(a for a in sc.ARCHITECTURES if set(ARCHITECTURE_ROLES[a]) <= roles)
     if node.is_missing:
         return possible
-    chosen = tuple(a.choice(sc.ARCHITECTURES, required=True) for a in node.items(1) or [])
-    for item, arch in zip(node.items(1) or [], chosen, strict=False):
-        if arch and arch not in possible:
+    items = node.items(1) or []
+    chosen = tuple(a.choice(sc.ARCHITECTURES, required=True) for a in items)
+    for item, arch in zip(items, chosen, strict=False):
+        if arch and arch not in possible and roles_known:
             missing = sorted(set(ARCHITECTURE_ROLES[arch]) - roles)
             item.fail(
                 f"an architecture whose roles some datacenter allows (missing: "
@@ -418,13 +454,17 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
         ),
     )
     problems.raise_if_any()
+    for section in ("wan", "objective", "policy", "costs", "architectures"):
+        if f[section].value is None:  # an optional section written empty: its defaults
+            f[section] = Node.absent(f[section].path, problems)
     model = f["model"].reference(catalog.model_ids(), "model")
-    datacenters = _datacenters(f["datacenters"], catalog)
-    dc_ids = {dc.id for dc in datacenters}
+    before = len(problems.items)
+    datacenters, dc_ids = _datacenters(f["datacenters"], catalog)
+    datacenters_ok = len(problems.items) == before
     wan = None
     if not f["wan"].is_missing:
-        wan = _wan(f["wan"], catalog, dc_ids)
-    elif len(datacenters) > 1:
+        wan = _wan(f["wan"], catalog, dc_ids if dc_ids or datacenters_ok else None)
+    elif len(dc_ids) > 1:
         f["wan"].fail("a wan section (the scenario has several datacenters)")
     workload = _workload(f["workload"])
     scenario = sc.Scenario(
@@ -440,7 +480,7 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
         objective=_objective(f["objective"], workload.arrival_rate_per_s if workload else None),
         policy=_policy(f["policy"]),
         costs=_costs(f["costs"]),
-        architectures=_architectures(f["architectures"], datacenters),
+        architectures=_architectures(f["architectures"], datacenters, datacenters_ok),
         source_file=str(path),
     )
     problems.raise_if_any()

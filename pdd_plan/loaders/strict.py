@@ -22,18 +22,67 @@ MAX_DEPTH = 40
 ID_PATTERN = re.compile(r"^[a-z0-9_]+$")
 
 
-def _depth(value: Any, limit: int) -> int:
-    stack, deepest = [(value, 1)], 0
+def _too_deep(value: Any, limit: int) -> str | None:
+    """The key path of a value nested deeper than `limit` levels, or None. A container
+    reached again (a YAML alias) is walked again only if reached deeper, so aliases that
+    multiply a small file into a huge tree cost no more than the file."""
+    stack: list = [(value, 1, None)]
+    deepest_seen: dict[int, int] = {}
     while stack:
-        item, d = stack.pop()
-        deepest = max(deepest, d)
-        if deepest > limit:
-            return deepest
-        children = (
-            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        item, depth, where = stack.pop()
+        if depth > limit:
+            return _render_path(where)
+        if not isinstance(item, dict | list) or deepest_seen.get(id(item), 0) >= depth:
+            continue
+        deepest_seen[id(item)] = depth
+        pairs = (
+            ((str(k), v) for k, v in item.items()) if isinstance(item, dict) else enumerate(item)
         )
-        stack.extend((c, d + 1) for c in children)
-    return deepest
+        stack.extend((child, depth + 1, (key, where)) for key, child in pairs)
+    return None
+
+
+def _render_path(where, max_parts: int = 8) -> str:
+    """`(key, (parent_key, ...))` -> `a.b[0]`, cut after `max_parts` parts."""
+    keys = []
+    while where is not None:
+        key, where = where
+        keys.append(key)
+    keys.reverse()
+    text = ""
+    for key in keys[:max_parts]:
+        text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
+    return (text + ("..." if len(keys) > max_parts else "")) or "(top level)"
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """`safe_load` that refuses a mapping with a key given twice (YAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            key = self.construct_object(key_node)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"found the key {key!r} twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.1 reads `1e3` as text and `2024-01-01` as a date: in input files the first is a
+# number and the second an id or a name, as YAML 1.2 and every user would have it.
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if not tag.endswith(":timestamp")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 
 
 def load_yaml(path: Path | str, what: str = "a YAML file") -> Any:
@@ -63,7 +112,7 @@ def load_yaml(path: Path | str, what: str = "a YAML file") -> Any:
     if not text.strip():
         raise InputError.single(name, "", "an empty file", what)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no arbitrary objects
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
@@ -71,13 +120,22 @@ def load_yaml(path: Path | str, what: str = "a YAML file") -> Any:
         raise InputError.single(name, where, f"invalid YAML ({problem})", what) from None
     except (yaml.YAMLError, RecursionError) as exc:
         raise InputError.single(name, "", f"invalid YAML ({type(exc).__name__})", what) from None
-    if _depth(data, MAX_DEPTH) > MAX_DEPTH:
-        raise InputError.single(name, "", f"nesting deeper than {MAX_DEPTH} levels", what)
+    except ValueError as exc:  # a huge integer, an impossible date, `!!int abc`...
+        reason = str(exc).split(";")[0]
+        raise InputError.single(name, "", f"a value YAML cannot convert ({reason})", what) from None
+    deep_path = _too_deep(data, MAX_DEPTH)
+    if deep_path is not None:
+        raise InputError.single(name, deep_path, f"nesting deeper than {MAX_DEPTH} levels", what)
     return data
+
+
+_MISSING = object()
 
 
 def describe(value: Any) -> str:
     """How a found value reads in a message: short, typed, never a wall of text."""
+    if value is _MISSING:
+        return "nothing"
     if value is None:
         return "nothing (null)"
     if isinstance(value, bool):
@@ -89,7 +147,7 @@ def describe(value: Any) -> str:
             else "an empty mapping"
         )
     if isinstance(value, list):
-        return f"a list of {len(value)} items"
+        return f"a list of {len(value)} item{'' if len(value) == 1 else 's'}"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -105,16 +163,19 @@ class Problems:
     def __init__(self, file: str):
         self.file = file
         self.items: list[Problem] = []
+        self._paths: set[str] = set()
 
     def add(self, path: str, found: str, expected: str, hint: str = "") -> None:
+        """Record a problem; only the first at a key path (a key that is missing, or of
+        the wrong type, would otherwise be reported again by each check that reads it)."""
+        if path in self._paths:
+            return
+        self._paths.add(path)
         self.items.append(Problem(self.file, path, found, expected, hint))
 
     def raise_if_any(self) -> None:
         if self.items:
             raise InputError(self.items)
-
-
-_MISSING = object()
 
 
 class Node:
@@ -130,6 +191,11 @@ class Node:
 
     def fail(self, expected: str, hint: str = "") -> None:
         self.problems.add(self.path or "(top level)", describe(self.value), expected, hint)
+
+    @classmethod
+    def absent(cls, path: str, problems: Problems) -> Node:
+        """A key that is not in the file (an optional section's defaults apply)."""
+        return cls(_MISSING, path, problems)
 
     @property
     def is_missing(self) -> bool:
@@ -151,10 +217,10 @@ class Node:
         children: dict[str, Node] = {}
         for key, value in self.value.items():
             if key in known or any(re.fullmatch(p, str(key)) for p in patterns):
-                children[str(key)] = Node(value, self._child_path(key), self.problems)
+                children[str(key)] = Node(value, self._child_path(str(key)), self.problems)
             else:
                 self.problems.add(
-                    self._child_path(key),
+                    self._child_path(str(key)),
                     "an unknown key",
                     f"one of {', '.join(sorted(known)) or '(no keys)'}",
                     did_you_mean(key, known),
