@@ -53,3 +53,13 @@ class SolverError(PddPlanError):
     """The MILP solver failed or timed out without a feasible plan. Exit 4."""
 
     exit_code = 4
+
+
+class SaturatedError(InfeasibleError):
+    """A queue is offered at least as much work as it can serve: no finite latency."""
+
+    def __init__(self, what: str, offered: float, capacity: float, unit: str = ""):
+        self.what, self.offered, self.capacity = what, offered, capacity
+        unit = f" {unit}" if unit else ""
+        load = f"offered load {offered:,.4g}{unit}"
+        super().__init__(f"{what} is saturated: {load} >= capacity {capacity:,.4g}{unit}")
