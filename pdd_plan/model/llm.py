@@ -8,6 +8,7 @@ every length. All results are SI floats (bytes, FLOPs, parameters).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -24,6 +25,20 @@ from pdd_plan.model.attention import (
 )
 from pdd_plan.model.ffn import Ffn, MoeFfn
 from pdd_plan.units import dtype_bytes
+
+def _memo(method):
+    """Cache a method's result per arguments in the (frozen) spec's private cache: the
+    planner asks the same totals thousands of times."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        key = (method.__name__, args, tuple(sorted(kwargs.items())))
+        if key not in self._cache:
+            self._cache[key] = method(self, *args, **kwargs)
+        return self._cache[key]
+
+    return wrapper
+
 
 # Embeddings, norms and routers stay in 16 bits when an engine quantises the linears.
 EMBEDDING_DTYPE = "bf16"
@@ -80,6 +95,7 @@ class ModelSpec:
             out.extend([(self.attention_types[g.attention], self.ffn_types[g.ffn])] * g.repeat)
         return out
 
+    @_memo
     def _layer_counts(self) -> list[tuple[int, Attention, Ffn]]:
         counts: dict[tuple[str, str], int] = defaultdict(int)
         for g in self.layer_groups:
@@ -101,6 +117,7 @@ class ModelSpec:
             ]
         return self._cache[key]
 
+    @_memo
     def fixed_state_bytes(self) -> float:
         """Recurrent state per request, whatever its length (linear-attention layers)."""
         counts: dict[str, int] = defaultdict(int)
@@ -128,6 +145,7 @@ class ModelSpec:
         total += np.where(length > 0, self.fixed_state_bytes(), 0.0)
         return float(total) if total.ndim == 0 else total
 
+    @_memo
     def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> float:
         """Growing bytes per token in the long-context limit (windows and states excluded)."""
         return sum(
@@ -173,6 +191,7 @@ class ModelSpec:
     def _norm_params(self) -> int:
         return (2 * self.num_layers + 1) * self.hidden_size
 
+    @_memo
     def params_total(self) -> int:
         """All parameters of the main model (MTP layers excluded, as in published totals)."""
         body = sum(
@@ -181,6 +200,7 @@ class ModelSpec:
         )
         return body + self.embedding_params() + self._norm_params()
 
+    @_memo
     def params_active(self) -> int:
         """Parameters one token touches: everything but the experts it is not routed to."""
         body = sum(
@@ -189,6 +209,7 @@ class ModelSpec:
         )
         return body + self.embedding_params() + self._norm_params()
 
+    @_memo
     def routed_expert_params(self) -> int:
         return sum(
             n * ffn.routed_expert_params(self.hidden_size) for n, _, ffn in self._layer_counts()
@@ -215,12 +236,14 @@ class ModelSpec:
         return [(n, ffn) for n, _, ffn in self._layer_counts() if isinstance(ffn, MoeFfn)]
 
     # ---- FLOPs -------------------------------------------------------------------------
+    @_memo
     def _matmul_flop_per_token(self) -> float:
         """2 x active parameters of the linears (the embedding lookup is not a matmul)."""
         lm_head = self.vocab_size * self.hidden_size
         body = self.params_active() - self.embedding_params() - self._norm_params()
         return 2.0 * (body + lm_head)
 
+    @_memo
     def _attention_terms(self, decode: bool) -> list[tuple[int, AttendTerm]]:
         counts: dict[str, int] = defaultdict(int)
         for g in self.layer_groups:
@@ -231,6 +254,7 @@ class ModelSpec:
             for term in self.attention_types[name].attend_terms(decode)
         ]
 
+    @_memo
     def _linear_state_flop_per_token(self) -> float:
         return sum(
             n * att.flop_per_token()

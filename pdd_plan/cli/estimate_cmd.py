@@ -1,0 +1,162 @@
+"""`pdd-plan estimate`: one instance's prefill and decode latencies from the roofline."""
+
+from __future__ import annotations
+
+import typer
+
+from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.errors import InputError, Problem
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.strict import did_you_mean
+from pdd_plan.model.roofline import PARALLELISMS, Instance
+from pdd_plan.units import DTYPE_BYTES, MS_S, format_bytes
+
+PARTS = ("compute_s", "memory_s", "comm_s", "overhead_s", "total_s")
+
+
+def _check(problems: list[Problem], option: str, value, ok: bool, expected: str, hint=""):
+    if not ok:
+        problems.append(Problem("command line", option, repr(value), expected, hint))
+
+
+def _validate(
+    catalog: Catalog, gpu, gpus, isl, osl, batch, weight_dtype, kv_dtype, parallelism
+) -> None:
+    problems: list[Problem] = []
+    known_gpus = list(catalog.gpus)
+    _check(
+        problems,
+        "--gpu",
+        gpu,
+        gpu in catalog.gpus,
+        "a GPU id of the catalog",
+        did_you_mean(gpu, known_gpus) or "see `pdd-plan catalog list`",
+    )
+    for option, value in (("--gpus-per-instance", gpus), ("--isl", isl), ("--batch", batch)):
+        _check(problems, option, value, value >= 1, "an integer >= 1")
+    _check(problems, "--osl", osl, osl >= 1, "an integer >= 1")
+    dtypes = ", ".join(DTYPE_BYTES)
+    for option, value in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)):
+        ok = value is None or value in DTYPE_BYTES
+        hint = "" if ok else did_you_mean(value, DTYPE_BYTES)
+        _check(problems, option, value, ok, f"one of {dtypes}", hint)
+    ok = parallelism in PARALLELISMS
+    hint = "" if ok else did_you_mean(parallelism, PARALLELISMS)
+    _check(problems, "--parallelism", parallelism, ok, f"one of {', '.join(PARALLELISMS)}", hint)
+    if problems:
+        raise InputError(problems)
+
+
+def estimate_data(inst: Instance, isl: int, osl: int, batch: int) -> dict:
+    """The JSON of `estimate`: prefill of one request alone, decode at `batch`."""
+    mean_context = isl + osl / 2
+    prefill = inst.prefill_breakdown(isl)
+    decode = inst.decode_breakdown(batch, mean_context)
+    return {
+        "model": inst.model.id,
+        "gpu": inst.gpu.id,
+        "gpus_per_instance": inst.gpus,
+        "parallelism": inst.parallel_mode(),
+        "parallelism_requested": inst.parallelism,
+        "weight_dtype": inst.weight_dtype or inst.model.weight_dtype,
+        "expert_weight_dtype": inst.weight_dtype or inst.model.expert_weight_dtype,
+        "kv_dtype": inst.kv_dtype,
+        "compute_dtype": inst.compute_dtype(),
+        "isl": isl,
+        "osl": osl,
+        "batch": batch,
+        "mean_context_tokens": mean_context,
+        "prefill_s": prefill["total_s"],
+        "tpot_s": decode["total_s"],
+        "max_batch": inst.max_batch(isl + osl),
+        "max_batch_context_tokens": isl + osl,
+        "fits": inst.fits(),
+        "weight_bytes_per_gpu": inst.weight_bytes_per_gpu(),
+        "kv_capacity_bytes": inst.kv_capacity_bytes(),
+        "prefill": prefill,
+        "decode": decode,
+    }
+
+
+def estimate(
+    model: str = typer.Option(..., "--model", help="a model id of the catalog"),
+    gpu: str = typer.Option(..., "--gpu", help="a GPU id of the catalog"),
+    gpus_per_instance: int = typer.Option(1, "--gpus-per-instance", help="TP/EP degree"),
+    isl: int = typer.Option(..., "--isl", help="input tokens of one request"),
+    osl: int = typer.Option(..., "--osl", help="output tokens of one request"),
+    batch: int = typer.Option(1, "--batch", help="running requests in a decode step"),
+    weight_dtype: str = typer.Option(
+        None, "--weight-dtype", help="fp8, bf16, fp4 (default native)"
+    ),
+    kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="dtype of the KV cache"),
+    parallelism: str = typer.Option(
+        "auto",
+        "--parallelism",
+        help="tp (tensor parallel), ep (DP attention + expert parallel, MoE models) or "
+        "auto (ep for an MoE model on more than 8 GPUs, else tp)",
+    ),
+    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+) -> None:
+    """One instance's prefill time, decode step (TPOT) and max batch, with the roofline
+    breakdown: compute vs memory vs communication vs fixed overhead.
+
+    Prefill is one request of ISL tokens alone; the decode step runs BATCH requests at a
+    mean context of ISL + OSL/2; the max batch is what fits HBM at ISL + OSL tokens each.
+    With --parallelism ep (data-parallel attention, sharded experts, an all-to-all per
+    MoE layer) a step's tokens are spread evenly over the GPUs.
+    """
+    catalog = Catalog()
+    _validate(catalog, gpu, gpus_per_instance, isl, osl, batch, weight_dtype, kv_dtype, parallelism)
+    spec = catalog.model(model)
+    if parallelism == "ep" and not spec.routed_expert_params():
+        raise InputError.single(
+            "command line",
+            "--parallelism",
+            repr(parallelism),
+            "tp or auto",
+            f"ep needs a model with routed experts; {spec.id} has none",
+        )
+    inst = Instance(
+        spec,
+        catalog.gpus[gpu],
+        gpus_per_instance,
+        kv_dtype,
+        weight_dtype,
+        parallelism=parallelism,
+    )
+    data = estimate_data(inst, isl, osl, batch)
+    if format is Format.json:
+        print_json(data)
+        return
+    _print_table(data)
+
+
+def _print_table(d: dict) -> None:
+    console.print(
+        f"[bold]{d['model']}[/] on {d['gpus_per_instance']} x {d['gpu']} "
+        f"({d['parallelism']}): weights "
+        f"{d['weight_dtype']} / experts {d['expert_weight_dtype']}, KV {d['kv_dtype']}, "
+        f"compute {d['compute_dtype']}; weights {format_bytes(d['weight_bytes_per_gpu'])} per GPU"
+    )
+    rows = [
+        [f"prefill {d['isl']:,} tokens", *(d["prefill"][k] / MS_S for k in PARTS)]
+        + [d["prefill"]["bound"]],
+        [f"decode step, batch {d['batch']:,}", *(d["decode"][k] / MS_S for k in PARTS)]
+        + [d["decode"]["bound"]],
+    ]
+    table(
+        "Roofline (ms)",
+        ["step", "compute", "memory", "comm", "overhead", "total", "bound"],
+        rows,
+        caption=f"decode at a mean context of {d['mean_context_tokens']:,.0f} tokens",
+    )
+    if d["fits"]:
+        console.print(
+            f"max batch {d['max_batch']:,} requests of {d['max_batch_context_tokens']:,} tokens "
+            f"(KV room {format_bytes(d['kv_capacity_bytes'])})"
+        )
+    else:
+        console.print(
+            f"[bold red]does not fit[/]: the weights exceed usable HBM by "
+            f"{format_bytes(-d['kv_capacity_bytes'])}; max batch 0"
+        )
