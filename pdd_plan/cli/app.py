@@ -12,7 +12,7 @@ import sys
 import typer
 
 from pdd_plan import __version__
-from pdd_plan.cli import catalog_cmd, model_cmd, scenario_cmd
+from pdd_plan.cli import catalog_cmd, estimate_cmd, evaluate_cmd, model_cmd, scenario_cmd
 from pdd_plan.errors import PddPlanError
 
 app = typer.Typer(
@@ -25,6 +25,8 @@ app = typer.Typer(
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(model_cmd.app, name="model")
 app.add_typer(scenario_cmd.app, name="scenario")
+app.command("estimate")(estimate_cmd.estimate)
+app.command("evaluate")(evaluate_cmd.evaluate)
 
 
 @app.command()

@@ -26,6 +26,7 @@ from pdd_plan.model.attention import (
 from pdd_plan.model.ffn import Ffn, MoeFfn
 from pdd_plan.units import dtype_bytes
 
+
 def _memo(method):
     """Cache a method's result per arguments in the (frozen) spec's private cache: the
     planner asks the same totals thousands of times."""

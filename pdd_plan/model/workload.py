@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Bins:
         return float(np.dot(mids, self.shares))
 
     def discretise(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        # split n points over the bins in proportion to width-weighted share, at least one each
+        # the same number of points in every bin, each carrying an equal part of its share
         per_bin = max(1, n // max(len(self.shares), 1))
         values, weights = [], []
         for low, high, share in zip(self.lows, self.highs, self.shares, strict=True):
@@ -48,54 +48,67 @@ class Bins:
         return np.array(values), np.array(weights)
 
 
+_SUBPOINTS = 64  # quantile evaluations per stratum when averaging it
+
+
 @dataclass(frozen=True)
-class _ScipyContinuous:
-    """Shared discretisation of a continuous distribution truncated to [low, high]."""
+class _TruncatedContinuous:
+    """A continuous distribution truncated to [low, high], discretised by its quantiles.
+
+    Subclasses give `_cdf` and `_ppf` of the untruncated distribution (from
+    scipy.special, which loads in milliseconds where scipy.stats takes a second).
+    """
 
     low: float
     high: float
 
-    def _frozen(self):
+    def _cdf(self, x):
         raise NotImplementedError
 
-    def _truncated_cdf(self, x):
-        dist = self._frozen()
-        lo, hi = dist.cdf(self.low), dist.cdf(self.high)
-        return (dist.cdf(x) - lo) / (hi - lo)
+    def _ppf(self, q):
+        raise NotImplementedError
 
     def discretise(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        # equal-probability strata, each represented by its conditional median
-        dist = self._frozen()
-        lo, hi = dist.cdf(self.low), dist.cdf(self.high)
-        q = lo + (hi - lo) * (np.arange(n) + 0.5) / n
-        values = np.clip(dist.ppf(q), self.low, self.high)
+        # equal-probability strata, each represented by its conditional mean (the average
+        # of the quantile function over the stratum), so the discretised mean is exact
+        lo, hi = self._cdf(self.low), self._cdf(self.high)
+        sub = (np.arange(_SUBPOINTS) + 0.5) / _SUBPOINTS
+        q = lo + (hi - lo) * (np.arange(n)[:, None] + sub[None, :]) / n
+        values = np.clip(self._ppf(q), self.low, self.high).mean(axis=1)
         return values, np.full(n, 1.0 / n)
 
     def mean(self) -> float:
-        values, weights = self.discretise(4096)
+        values, weights = self.discretise(256)
         return float(np.dot(values, weights))
 
 
 @dataclass(frozen=True)
-class TruncatedLognormal(_ScipyContinuous):
+class TruncatedLognormal(_TruncatedContinuous):
     median: float = 1.0
     sigma: float = 1.0
     kind: str = "lognormal"
 
-    def _frozen(self):
-        return stats.lognorm(s=self.sigma, scale=self.median)
+    def _cdf(self, x):
+        return special.ndtr((np.log(np.maximum(x, 1e-300)) - np.log(self.median)) / self.sigma)
+
+    def _ppf(self, q):
+        return self.median * np.exp(self.sigma * special.ndtri(q))
 
 
 @dataclass(frozen=True)
-class BetaRange(_ScipyContinuous):
+class BetaRange(_TruncatedContinuous):
     """Beta(alpha, beta) stretched onto [low, high]."""
 
     alpha: float = 1.0
     beta: float = 1.0
     kind: str = "beta"
 
-    def _frozen(self):
-        return stats.beta(self.alpha, self.beta, loc=self.low, scale=self.high - self.low)
+    def _cdf(self, x):
+        unit = np.clip((np.asarray(x, float) - self.low) / (self.high - self.low), 0.0, 1.0)
+        return special.betainc(self.alpha, self.beta, unit)
+
+    def _ppf(self, q):
+        return self.low + (self.high - self.low) * special.betaincinv(self.alpha, self.beta, q)
 
 
 @dataclass(frozen=True)
@@ -122,3 +135,66 @@ class Empirical:
 
 
 Distribution = Fixed | Bins | TruncatedLognormal | BetaRange | Empirical
+
+
+@dataclass(frozen=True)
+class RequestClasses:
+    """The workload as weighted classes of (input length, output length, prefix-hit rate).
+
+    The three marginals are taken as independent; every array has one entry per class.
+    """
+
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    hit_rate: np.ndarray
+    weight: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.weight)
+
+    @property
+    def cached_tokens(self) -> np.ndarray:
+        return np.floor(self.hit_rate * self.input_tokens)
+
+    @property
+    def uncached_tokens(self) -> np.ndarray:
+        # at least one token is always computed: the last prompt token yields the logits
+        return np.maximum(self.input_tokens - self.cached_tokens, 1.0)
+
+    def mean(self, values: np.ndarray) -> float:
+        return float(np.dot(self.weight, values))
+
+    def select(self, mask: np.ndarray) -> RequestClasses:
+        """The classes where `mask` holds, weights kept (not renormalised)."""
+        return RequestClasses(
+            self.input_tokens[mask],
+            self.output_tokens[mask],
+            self.hit_rate[mask],
+            self.weight[mask],
+        )
+
+
+DEFAULT_RESOLUTION = (8, 10, 24)  # input, output, hit-rate points: 1,920 classes
+
+
+def request_classes(
+    input_tokens: Distribution,
+    output_tokens: Distribution,
+    hit_rate: Distribution,
+    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
+) -> RequestClasses:
+    """Discretise the three marginals and form their product (zero weights dropped)."""
+    (iv, iw), (ov, ow), (hv, hw) = (
+        d.discretise(n)
+        for d, n in zip((input_tokens, output_tokens, hit_rate), resolution, strict=True)
+    )
+    grid_i, grid_o, grid_h = np.meshgrid(np.round(iv), np.round(ov), hv, indexing="ij")
+    weight = np.einsum("i,j,k->ijk", iw, ow, hw)
+    keep = weight.ravel() > 0
+    total = weight.sum()
+    return RequestClasses(
+        np.maximum(grid_i.ravel()[keep], 1.0),
+        np.maximum(grid_o.ravel()[keep], 1.0),
+        np.clip(grid_h.ravel()[keep], 0.0, 1.0),
+        weight.ravel()[keep] / total,
+    )

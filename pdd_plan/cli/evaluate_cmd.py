@@ -1,0 +1,75 @@
+"""`pdd-plan evaluate SCENARIO PLAN.yaml`: the metrics of one deployment."""
+
+from __future__ import annotations
+
+import typer
+
+from pdd_plan.cli.output import Format, console, print_json, table
+
+
+def _seconds(value) -> str:
+    return "-" if value is None else f"{value:,.3g} s" if value >= 0.1 else f"{value * 1e3:,.3g} ms"
+
+
+def evaluate(
+    scenario: str = typer.Argument(..., help="a scenario file or shipped name"),
+    plan: str = typer.Argument(..., help="a plan file (YAML with the `plan` keys)"),
+    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+) -> None:
+    """Predict TTFT/TPOT percentiles, goodput, cost and BCR of a given deployment."""
+    from pdd_plan.api import evaluate_plan  # the models load only for commands that need them
+
+    result = evaluate_plan(scenario, plan)
+    if format is Format.json:
+        print_json(result)
+        return
+    m, p = result["metrics"], result["plan"]
+    console.print(
+        f"[bold]{result['scenario']}[/]: {p['architecture']} plan, offered "
+        f"{m['offered_rps']:g} req/s"
+    )
+    table(
+        "Instances",
+        ["role", "datacenter", "GPU", "GPUs/instance", "count"],
+        [
+            [g["role"], g["datacenter"], g["gpu"], g["gpus_per_instance"], g["count"]]
+            for g in p["instances"]
+        ]
+        + [
+            ["line", "", line["tier"], line["capacity_gbit_per_s"], line["count"]]
+            for line in p["lines"]
+        ],
+    )
+    table(
+        "Latency",
+        ["metric", "P50", "P90", "P99"],
+        [
+            ["TTFT"] + [_seconds(m["ttft_s"][q]) for q in ("p50", "p90", "p99")],
+            ["TPOT"] + [_seconds(m["tpot_s"][q]) for q in ("p50", "p90", "p99")],
+        ],
+    )
+    checks = (
+        ", ".join(
+            f"{k} {_seconds(v['value'])} (limit {_seconds(v['limit'])})"
+            for k, v in m["sla_checks"].items()
+        )
+        or "saturated at the offered rate"
+    )
+    console.print(f"SLA {'met' if m['sla_met'] else '[red]not met[/]'}: {checks}")
+    console.print(
+        f"goodput {m['goodput_rps']:,.3g} req/s; cost ${m['cost_usd_per_hour']:,.2f}/h; "
+        f"BCR {m['bcr_rps_per_usd_hour']:,.4g} req/s per $/h; "
+        f"${m['usd_per_million_output_tokens'] or 0:,.2f} per million output tokens"
+    )
+    wan = m["wan"]
+    if wan["mean_gbit_per_s"]:
+        console.print(
+            f"WAN: {wan['mean_gbit_per_s']:,.3g} Gbit/s mean, line "
+            f"{wan['utilization_frac']:.0%}, pool {wan['pool_utilization_frac']:.0%}, "
+            f"transfer P50 {_seconds(wan['transfer_s']['p50'])} / P99 "
+            f"{_seconds(wan['transfer_s']['p99'])}"
+        )
+    if p["architecture"] == "pdd":
+        console.print(f"RLD share of output tokens {m['rld_token_share_frac']:.1%}")
+    util = ", ".join(f"{k} {v:.0%}" for k, v in m["role_utilization_frac"].items())
+    console.print(f"utilisation: {util}; binding: {m['binding_role'] or '-'}")

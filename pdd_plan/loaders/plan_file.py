@@ -1,0 +1,105 @@
+"""Plan files (YAML with the `plan` keys of design.md §7) -> Deployment, strictly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.strict import Node, Problems, load_yaml
+from pdd_plan.model.deployment import (
+    ARCHITECTURE_ROLES,
+    Deployment,
+    InstanceGroup,
+    LineLease,
+    RoutingPolicy,
+)
+from pdd_plan.model.scenario import Scenario
+from pdd_plan.units import GBIT_BITS
+
+
+def _instances(node: Node, scenario: Scenario, architecture: str | None) -> list[InstanceGroup]:
+    groups = []
+    roles = ARCHITECTURE_ROLES.get(architecture or "", ())
+    for item in node.items(min_items=1) or []:
+        f = item.mapping(required=("role", "datacenter", "gpu", "gpus_per_instance", "count"))
+        if f is None:
+            continue
+        role = f["role"].choice(
+            roles or tuple(r for rs in ARCHITECTURE_ROLES.values() for r in rs), required=True
+        )
+        dc_id = f["datacenter"].reference({d.id for d in scenario.datacenters}, "datacenter")
+        gpu = f["gpu"].identifier(required=True)
+        gpus = f["gpus_per_instance"].integer(required=True, minimum=1, maximum=4096)
+        count = f["count"].integer(required=True, minimum=0, maximum=1_000_000)
+        if None in (role, dc_id, gpu, gpus, count):
+            continue
+        dc = scenario.datacenter(dc_id)
+        offered = {o.gpu for o in dc.gpus}
+        if gpu not in offered:
+            f["gpu"].fail(f"a GPU that datacenter {dc_id} offers ({', '.join(sorted(offered))})")
+        elif role not in dc.roles:
+            f["role"].fail(f"a role datacenter {dc_id} allows ({', '.join(dc.roles)})")
+        else:
+            groups.append(InstanceGroup(role, dc_id, gpu, gpus, count))
+    return groups
+
+
+def _lines(node: Node, catalog: Catalog) -> list[LineLease]:
+    if node.is_missing or node.value is None:
+        return []
+    leases = []
+    for item in node.items() or []:
+        f = item.mapping(required=("tier", "count"), optional=("capacity_gbit_per_s",))
+        if f is None:
+            continue
+        tier = f["tier"].reference(catalog.lines, "line tier")
+        count = f["count"].integer(required=True, minimum=0, maximum=10_000)
+        stated = f["capacity_gbit_per_s"].number(minimum=0, maximum=1e6)
+        if tier is None or count is None:
+            continue
+        capacity = catalog.lines[tier].capacity_bits_per_s
+        if stated is not None and abs(stated * GBIT_BITS - capacity) > 1e-6 * capacity:
+            f["capacity_gbit_per_s"].fail(f"{capacity / GBIT_BITS:g} (the capacity of {tier})")
+        leases.append(LineLease(tier, capacity, count))
+    return leases
+
+
+def _policy(node: Node) -> RoutingPolicy:
+    if node.is_missing or node.value is None:
+        return RoutingPolicy()
+    f = node.mapping(optional=("rld_hit_threshold", "handoff", "short_output_cutoff"))
+    if f is None:
+        return RoutingPolicy()
+    default = RoutingPolicy()
+    return RoutingPolicy(
+        f["rld_hit_threshold"].fraction(default=default.rld_hit_threshold),
+        f["handoff"].choice(("catch_up", "one_shot"), default=default.handoff),
+        f["short_output_cutoff"].boolean(default=default.short_output_cutoff),
+    )
+
+
+def load_plan(path: Path | str, scenario: Scenario, catalog: Catalog | None = None) -> Deployment:
+    """Read a plan file against its scenario; every problem is reported at once."""
+    path = Path(path)
+    catalog = catalog or Catalog()
+    problems = Problems(str(path))
+    root = Node(load_yaml(path, "a pdd-plan plan file"), "", problems)
+    top = root.mapping(required=("plan",), optional=("scenario", "status", "metrics"))
+    problems.raise_if_any()
+    f = top["plan"].mapping(required=("architecture", "instances"), optional=("lines", "policy"))
+    problems.raise_if_any()
+    architecture = f["architecture"].choice(tuple(ARCHITECTURE_ROLES), required=True)
+    instances = _instances(f["instances"], scenario, architecture)
+    lines = _lines(f["lines"], catalog)
+    policy = _policy(f["policy"])
+    problems.raise_if_any()
+    present = {g.role for g in instances if g.count > 0}
+    missing = [r for r in ARCHITECTURE_ROLES[architecture] if r not in present]
+    if missing:
+        f["instances"].fail(
+            f"instances for every role of {architecture}: missing {', '.join(missing)}"
+        )
+    if architecture in ("pdd", "cdc_pd") and not any(line.count for line in lines):
+        f["lines"].fail(f"at least one leased line ({architecture} crosses datacenters)")
+    problems.raise_if_any()
+    return Deployment(architecture, tuple(instances), tuple(lines), policy)

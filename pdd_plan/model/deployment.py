@@ -1,0 +1,59 @@
+"""A deployment to evaluate: instances by role, datacenter and GPU; leased lines; policy.
+
+Plain data in SI units; `plan/` produces these, `evaluate` measures them, plan files
+(`loaders/plan_file.py`) spell them out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# roles each architecture runs, in the order requests meet them
+ARCHITECTURE_ROLES = {
+    "pdd": ("prefill", "relay_decode", "main_decode"),
+    "cdc_pd": ("prefill", "main_decode"),
+    "idc_pd": ("prefill", "decode"),
+    "colocated": ("colocated",),
+}
+
+
+@dataclass(frozen=True)
+class InstanceGroup:
+    role: str
+    datacenter: str
+    gpu: str
+    gpus_per_instance: int
+    count: int
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_instance * self.count
+
+
+@dataclass(frozen=True)
+class LineLease:
+    tier: str
+    capacity_bits_per_s: float
+    count: int
+
+
+@dataclass(frozen=True)
+class RoutingPolicy:
+    rld_hit_threshold: float = 0.9  # hit rate below which a request takes P -> RLD -> MD
+    handoff: str = "catch_up"  # catch_up | one_shot
+    short_output_cutoff: bool = False
+
+
+@dataclass(frozen=True)
+class Deployment:
+    architecture: str
+    instances: tuple[InstanceGroup, ...]
+    lines: tuple[LineLease, ...] = ()
+    policy: RoutingPolicy = RoutingPolicy()
+
+    def role(self, role: str) -> tuple[InstanceGroup, ...]:
+        return tuple(g for g in self.instances if g.role == role and g.count > 0)
+
+    @property
+    def line_capacity_bits_per_s(self) -> float:
+        return sum(line.capacity_bits_per_s * line.count for line in self.lines)

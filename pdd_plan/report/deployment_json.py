@@ -1,0 +1,25 @@
+"""The `plan` object of design.md §7 from a Deployment."""
+
+from __future__ import annotations
+
+from pdd_plan.model.deployment import Deployment
+from pdd_plan.units import GBIT_BITS
+
+
+def plan_json(deployment: Deployment) -> dict:
+    p = deployment.policy
+    return {
+        "architecture": deployment.architecture,
+        "instances": [
+            {"role": g.role, "datacenter": g.datacenter, "gpu": g.gpu,
+             "gpus_per_instance": g.gpus_per_instance, "count": g.count}
+            for g in deployment.instances
+        ],
+        "lines": [
+            {"tier": line.tier, "capacity_gbit_per_s": line.capacity_bits_per_s / GBIT_BITS,
+             "count": line.count}
+            for line in deployment.lines
+        ],
+        "policy": {"rld_hit_threshold": p.rld_hit_threshold, "handoff": p.handoff,
+                   "short_output_cutoff": p.short_output_cutoff},
+    }  # fmt: skip

@@ -1,0 +1,123 @@
+"""evaluate: hand-checkable pieces (cost, routing, RLD share, saturation) and the API."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pdd_plan.api import evaluate_plan
+from pdd_plan.errors import SaturatedError
+from pdd_plan.loaders.plan_file import load_plan
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.model import routing as rt
+from pdd_plan.model.evaluate import goodput_rps, prepare, snapshot
+
+
+@pytest.fixture(scope="module")
+def paper(catalog):
+    return load_scenario(resolve_scenario_path("pdd-paper"), catalog)
+
+
+def setup_for(catalog, scenario, arch, resolution=(1, 12, 24)):
+    plan = load_plan(_plan_path(arch), scenario, catalog)
+    model = catalog.model(scenario.model)
+    return prepare(scenario, plan, model, catalog.gpus, catalog.lines, resolution)
+
+
+def _plan_path(arch):
+    from pdd_plan.loaders.scenario import scenarios_dir
+
+    return scenarios_dir() / "plans" / f"pdd-paper-{arch}.yaml"
+
+
+def test_cost_by_hand(catalog, paper):
+    """PDD plan: 10 x 32 + 24 H100 at $3.99, 16 x 16 H200 at $4.9875, 2 lines at $8,155/month."""
+    setup = setup_for(catalog, paper, "pdd")
+    expected = (320 + 24) * 3.99 + 256 * 4.9875 + 2 * 8155 / 730
+    assert setup.cost_usd_per_hour == pytest.approx(expected)
+
+
+def test_routing_threshold_splits_by_hit_rate(catalog, paper):
+    setup = setup_for(catalog, paper, "pdd")
+    c, path = setup.classes, setup.routes.path
+    assert np.all(path[c.hit_rate < 0.95] == rt.RELAY)
+    assert np.all(path[c.hit_rate >= 0.95] == rt.DIRECT)
+    # every request still ships its KV to MD: P -> RLD-only is never chosen
+    assert np.all(setup.routes.wan_payload_bytes > 0)
+
+
+def test_wan_payload_is_the_missing_kv(catalog, paper):
+    """A class with hit h ships (1 - h) x 65,536 tokens x 4,474 B plus the 128-token windows
+    of 61 layers (61 x 128 x 512 B), at fp8 KV with fp4 indexer keys."""
+    setup = setup_for(catalog, paper, "cdc_pd")
+    c = setup.classes
+    k = int(np.argmin(np.abs(c.hit_rate - 0.5)))
+    missing = 65_536 - np.floor(c.hit_rate[k] * 65_536)
+    expected = missing * 4474 + 61 * 128 * 512
+    assert setup.routes.wan_payload_bytes[k] == pytest.approx(expected, rel=1e-3)
+
+
+def test_lower_md_cache_means_more_wan_bytes(catalog, paper):
+    c = setup_for(catalog, paper, "cdc_pd").classes
+    model = catalog.model("deepseek_v4_pro")
+    full = rt.route("cdc_pd", c, rt.RoutingPolicy(), paper.policy.short_output_cutoff, model, "fp8")
+    half = rt.route(
+        "cdc_pd",
+        c,
+        rt.RoutingPolicy(),
+        paper.policy.short_output_cutoff,
+        model,
+        "fp8",
+        md_cache=0.5,
+    )
+    assert np.all(half.wan_payload_bytes >= full.wan_payload_bytes)
+    assert rt.md_cache_factor(None, 80, 65536) == 1.0
+    assert rt.md_cache_factor(1e9, 80, 65536) == pytest.approx(1e9 / (80 * 65536 * 300))
+
+
+def test_pdd_beats_cdc_pd_on_ttft_tail_and_rld_share_is_small(catalog, paper):
+    pdd = snapshot(setup_for(catalog, paper, "pdd"), 60)
+    cdc = snapshot(setup_for(catalog, paper, "cdc_pd"), 60)
+    assert pdd.ttft_s["p90"] <= 0.7 * cdc.ttft_s["p90"]
+    assert pdd.ttft_s["p99"] <= 0.7 * cdc.ttft_s["p99"]
+    assert 0.03 <= pdd.rld_token_share_frac <= 0.12  # published 6.2 %
+
+
+def test_saturation_names_the_queue(catalog, paper):
+    setup = setup_for(catalog, paper, "cdc_pd")
+    with pytest.raises(SaturatedError) as err:
+        snapshot(setup, 10_000)
+    assert "offered load" in str(err.value) and "capacity" in str(err.value)
+
+
+def test_goodput_meets_the_sla_and_just_above_does_not(catalog, paper):
+    setup = setup_for(catalog, paper, "idc_pd")
+    g = goodput_rps(setup)
+    assert g > 0
+    from pdd_plan.model.evaluate import meets_sla
+
+    assert meets_sla(setup, g) and not meets_sla(setup, g * 1.01)
+
+
+def test_cli_json_equals_api(run_cli):
+    from pdd_plan.loaders.scenario import scenarios_dir
+
+    plan = str(scenarios_dir() / "plans" / "pdd-paper-pdd.yaml")
+    result = run_cli("evaluate", "pdd-paper", plan, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    cli = json.loads(result.stdout)
+    assert cli == json.loads(json.dumps(evaluate_plan("pdd-paper", plan)))
+    assert cli["status"] == "evaluated" and cli["plan"]["architecture"] == "pdd"
+    for key in (
+        "offered_rps",
+        "goodput_rps",
+        "cost_usd_per_hour",
+        "bcr_rps_per_usd_hour",
+        "usd_per_million_output_tokens",
+        "ttft_s",
+        "tpot_s",
+        "wan",
+        "rld_token_share_frac",
+        "sla_met",
+    ):
+        assert key in cli["metrics"]
