@@ -71,5 +71,7 @@ def evaluate(
         )
     if p["architecture"] == "pdd":
         console.print(f"RLD share of output tokens {m['rld_token_share_frac']:.1%}")
+    for warning in m["warnings"]:
+        console.print(f"[yellow]warning[/]: {warning}")
     util = ", ".join(f"{k} {v:.0%}" for k, v in m["role_utilization_frac"].items())
     console.print(f"utilisation: {util}; binding: {m['binding_role'] or '-'}")

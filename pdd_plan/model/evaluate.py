@@ -411,6 +411,27 @@ def goodput_rps(setup: Setup, rel_tol: float = 1e-3) -> float:
     return low
 
 
+# Above this line utilisation the stationary WAN model is outside what it can vouch for:
+# the published narrow-mix run (pdd-system.md §3) saturated its connection pool and
+# queued for seconds at about this load, which no steady-state flow model reproduces.
+WAN_TRUST_LIMIT_FRAC = 0.90
+
+
+def regime_warnings(snap: Snapshot | None) -> tuple[str, ...]:
+    """Where the closed forms are known to be optimistic, say so beside the numbers."""
+    if snap is None:
+        return ("saturated at the offered rate: latency percentiles are undefined",)
+    out = []
+    if snap.wan_utilization_frac >= WAN_TRUST_LIMIT_FRAC:
+        out.append(
+            f"WAN line at {snap.wan_utilization_frac:.0%} of capacity: measured runs this close "
+            "to capacity saturate the connection pool and queue for seconds, which this "
+            "steady-state model does not predict; lease more line or plan below "
+            f"{WAN_TRUST_LIMIT_FRAC:.0%}"
+        )
+    return tuple(out)
+
+
 def binding_role(utilization: dict[str, float]) -> str:
     return max(utilization, key=utilization.get) if utilization else ""
 
@@ -446,5 +467,6 @@ def evaluate(setup: Setup, rate: float | None = None) -> tuple[Metrics, Snapshot
         mean_output_tokens=c.mean(c.output_tokens),
         mean_uncached_input_tokens=c.mean(c.uncached_tokens),
         sla_checks=checks,
+        warnings=regime_warnings(snap),
     )
     return metrics, snap

@@ -34,6 +34,7 @@ class Metrics:
     mean_output_tokens: float
     mean_uncached_input_tokens: float
     sla_checks: dict[str, dict[str, float]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
     @property
     def bcr_rps_per_usd_hour(self) -> float:
@@ -68,5 +69,6 @@ class Metrics:
                 "binding_role": self.binding_role,
                 "sla_met": self.sla_met,
                 "sla_checks": {k: dict(v) for k, v in self.sla_checks.items()},
+                "warnings": list(self.warnings),
             }
         )

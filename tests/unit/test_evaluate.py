@@ -121,3 +121,16 @@ def test_cli_json_equals_api(run_cli):
         "sla_met",
     ):
         assert key in cli["metrics"]
+
+
+def test_evaluate_warns_near_wan_capacity(catalog, paper):
+    """At 95 % of the line the closed form is outside its regime and must say so."""
+    from pdd_plan.model.evaluate import WAN_TRUST_LIMIT_FRAC, regime_warnings
+
+    setup = setup_for(catalog, paper, "cdc_pd")
+    low = snapshot(setup, 30)
+    assert low.wan_utilization_frac < WAN_TRUST_LIMIT_FRAC and regime_warnings(low) == ()
+    rate = 30 * 0.95 / low.wan_utilization_frac
+    high = snapshot(setup, rate)
+    assert high.wan_utilization_frac >= WAN_TRUST_LIMIT_FRAC
+    assert "WAN line" in regime_warnings(high)[0]
