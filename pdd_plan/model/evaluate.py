@@ -17,7 +17,7 @@ from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_pool import DecodeLoad, decode_fixed_point
 from pdd_plan.model.deployment import Deployment, InstanceGroup
 from pdd_plan.model.hardware import Gpu
-from pdd_plan.model.latency_mixture import LatencyGroup, mixture_quantiles_s
+from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
 from pdd_plan.model.llm import ModelSpec
 from pdd_plan.model.metrics import Metrics
 from pdd_plan.model.network import WanLink, rdma_transfer_s, wan_transfer
@@ -176,10 +176,10 @@ class Snapshot:
     tpot_group: LatencyGroup
 
     def ttft_quantile_s(self, q: float) -> float:
-        return mixture_quantiles_s([q], self.ttft_groups)[0]
+        return grouped_quantiles_s([q], self.ttft_groups)[0]
 
     def tpot_quantile_s(self, q: float) -> float:
-        return mixture_quantiles_s([q], [self.tpot_group])[0]
+        return grouped_quantiles_s([q], [self.tpot_group])[0]
 
 
 def _prefill(setup: Setup, rate: float) -> tuple[np.ndarray, WaitModel, float]:
@@ -284,7 +284,7 @@ def _relay(setup: Setup, rate: float, wan_time_s: np.ndarray, md: DecodeLoad):
 
 
 def _weighted_quantiles(values: np.ndarray, weights: np.ndarray) -> dict[str, float]:
-    qs = mixture_quantiles_s(list(QUANTILES.values()), [LatencyGroup(weights, values)])
+    qs = grouped_quantiles_s(list(QUANTILES.values()), [LatencyGroup(weights, values)])
     return dict(zip(QUANTILES, qs, strict=True))
 
 
@@ -336,7 +336,7 @@ def snapshot(setup: Setup, rate: float) -> Snapshot:
         LatencyGroup(c.weight[direct], ttft_delay[direct], (p_wait, conn_wait)),
         LatencyGroup(c.weight[~direct], ttft_delay[~direct], (p_wait,)),
     ]
-    ttft = dict(zip(QUANTILES, mixture_quantiles_s(list(QUANTILES.values()), groups), strict=True))
+    ttft = dict(zip(QUANTILES, grouped_quantiles_s(list(QUANTILES.values()), groups), strict=True))
     rld_step = rld.step_s if rld is not None else step_md
     local_step = rld_step if arch == "pdd" else step_md
     gaps = np.maximum(c.output_tokens - 1, 1)
@@ -349,7 +349,7 @@ def snapshot(setup: Setup, rate: float) -> Snapshot:
     crossing_weights = c.weight * (wan_time > 0)
     transfer = {"p50": 0.0, "p99": 0.0}
     if wan is not None and crossing_weights.sum() > 0:
-        qs = mixture_quantiles_s(
+        qs = grouped_quantiles_s(
             [0.5, 0.99], [LatencyGroup(crossing_weights, wan_time, (conn_wait,))]
         )
         transfer = {"p50": qs[0], "p99": qs[1]}

@@ -30,7 +30,7 @@ def mixture_cdf(groups: Sequence[LatencyGroup], t_s: float) -> float:
     return mass / total
 
 
-def mixture_quantiles_s(quantiles: Sequence[float], groups: Sequence[LatencyGroup]) -> list[float]:
+def grouped_quantiles_s(quantiles: Sequence[float], groups: Sequence[LatencyGroup]) -> list[float]:
     groups = [g for g in groups if len(g.weights) and g.weights.sum() > 0]
     if not groups:
         return [0.0 for _ in quantiles]
