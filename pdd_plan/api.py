@@ -30,3 +30,47 @@ def evaluate_plan(
         "plan": plan_json(deployment),
         "metrics": metrics.to_json(),
     }
+
+
+def solve_scenario(
+    scenario: str | Path | None = None,
+    architecture: str = "pdd",
+    catalog: Catalog | None = None,
+    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
+    time_limit_s: float = 30.0,
+) -> tuple[dict, str]:
+    """`pdd-plan solve`: the design.md §7 JSON of the best verified plan, and the LP text."""
+    from pdd_plan.plan.solve import solve  # PuLP loads only for the commands that solve
+
+    catalog = catalog or Catalog()
+    s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
+    result = solve(
+        s,
+        catalog.model(s.model),
+        catalog.gpus,
+        catalog.lines,
+        architecture,
+        resolution,
+        time_limit_s,
+    )
+    out = {
+        "scenario": s.name,
+        "status": result.status,
+        "plan": plan_json(result.deployment) if result.deployment else None,
+        "metrics": result.metrics.to_json() if result.metrics else None,
+        "solver": {
+            "name": "HiGHS via PuLP",
+            "objective": s.objective.kind,
+            "sized_rate_rps": result.rate_rps,
+            "wall_s": result.wall_s,
+            "policies_tried": [
+                {"rld_hit_threshold": a.policy.rld_hit_threshold, "handoff": a.policy.handoff,
+                 "utilization_cap_frac": a.utilization_cap_frac, "outcome": a.outcome}
+                for a in result.attempts
+            ],
+            "pruned_candidates": [
+                {"candidate": c.key, "reason": c.pruned} for c in result.candidates if c.pruned
+            ],
+        },
+    }  # fmt: skip
+    return out, result.lp_text

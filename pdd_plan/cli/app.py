@@ -12,7 +12,14 @@ import sys
 import typer
 
 from pdd_plan import __version__
-from pdd_plan.cli import catalog_cmd, estimate_cmd, evaluate_cmd, model_cmd, scenario_cmd
+from pdd_plan.cli import (
+    catalog_cmd,
+    estimate_cmd,
+    evaluate_cmd,
+    model_cmd,
+    scenario_cmd,
+    solve_cmd,
+)
 from pdd_plan.errors import PddPlanError
 
 app = typer.Typer(
@@ -27,6 +34,7 @@ app.add_typer(model_cmd.app, name="model")
 app.add_typer(scenario_cmd.app, name="scenario")
 app.command("estimate")(estimate_cmd.estimate)
 app.command("evaluate")(evaluate_cmd.evaluate)
+app.command("solve")(solve_cmd.solve)
 
 
 @app.command()

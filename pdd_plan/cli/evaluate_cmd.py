@@ -23,6 +23,11 @@ def evaluate(
     if format is Format.json:
         print_json(result)
         return
+    print_result(result)
+
+
+def print_result(result: dict) -> None:
+    """The plan and its metrics as tables and a few lines (evaluate and solve)."""
     m, p = result["metrics"], result["plan"]
     console.print(
         f"[bold]{result['scenario']}[/]: {p['architecture']} plan, offered "

@@ -1,0 +1,1 @@
+"""The optimiser: candidates -> MILP (PuLP + HiGHS) -> plans verified with evaluate."""

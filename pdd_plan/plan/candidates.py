@@ -1,0 +1,152 @@
+"""Candidate instances: every (role, datacenter, GPU, instance shape) the scenario allows,
+with what one instance can carry under the utilisation cap, or why it was pruned.
+
+Capacities are per instance and independent of how many are bought, which is what lets
+the MILP stay linear: prefill carries `cap / E[prefill time]` requests per second; a
+decode pool carries `cap x B_lim / (step(B_lim) x tokens per request)`, where B_lim is the
+batch at which a step reaches the TPOT limit (or what fits HBM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.model import routing as rt
+from pdd_plan.model.deployment import ARCHITECTURE_ROLES, RoutingPolicy
+from pdd_plan.model.llm import ModelSpec
+from pdd_plan.model.roofline import Instance
+from pdd_plan.model.scenario import Scenario
+from pdd_plan.model.workload import RequestClasses
+
+DEFAULT_NODE_MULTIPLES = (1, 2, 3, 4)  # instance shapes: 1..4 nodes, plus 1, 2, 4 GPUs
+
+
+@dataclass(frozen=True)
+class Candidate:
+    role: str
+    datacenter: str
+    gpu: str
+    gpus_per_instance: int
+    price_usd_per_hour: float  # one instance
+    capacity_rps: float  # requests/s of this role's traffic one instance carries
+    pruned: str = ""  # why it cannot be used (empty: usable)
+
+    @property
+    def key(self) -> str:
+        return f"{self.role}_{self.datacenter}_{self.gpu}_x{self.gpus_per_instance}"
+
+
+@dataclass(frozen=True)
+class RoleDemand:
+    """Per request of the whole stream: the share that uses a role and what it asks."""
+
+    share: float  # fraction of requests that visit the role
+    tokens_per_request: float  # decode tokens per visiting request (decode roles)
+    context_tokens: float  # mean context of those tokens
+
+
+def shapes(gpus_per_node: int, allowed: tuple[int, ...]) -> tuple[int, ...]:
+    if allowed:
+        return allowed
+    small = tuple(n for n in (1, 2, 4) if n < gpus_per_node)
+    return small + tuple(gpus_per_node * k for k in DEFAULT_NODE_MULTIPLES)
+
+
+def role_demands(
+    arch: str, classes: RequestClasses, routes: rt.Routes, rld_tokens: np.ndarray
+) -> dict[str, RoleDemand]:
+    """What each role of `arch` is asked per request, from the routes."""
+    c, w = classes, classes.weight
+    context = c.input_tokens + c.output_tokens / 2
+
+    def demand(mask, tokens):
+        share = float(w[mask].sum())
+        mass = float(np.dot(w[mask], tokens[mask]))
+        mean_ctx = float(np.dot(w[mask] * tokens[mask], context[mask]) / mass) if mass else 1.0
+        return RoleDemand(share, mass / share if share else 0.0, mean_ctx)
+
+    everyone = np.ones(len(c), bool)
+    out = {ARCHITECTURE_ROLES[arch][0]: demand(everyone, c.output_tokens)}
+    if arch == "colocated":
+        return out
+    if arch == "idc_pd":
+        out["decode"] = demand(everyone, c.output_tokens)
+        return out
+    remote = routes.path != rt.LOCAL
+    out["main_decode"] = demand(remote, np.maximum(c.output_tokens - rld_tokens, 0.0))
+    if arch == "pdd":
+        out["relay_decode"] = demand(routes.path != rt.DIRECT, rld_tokens)
+    return out
+
+
+def _decode_capacity_rps(
+    inst: Instance, demand: RoleDemand, tpot_s: float | None, cap_frac: float
+) -> tuple[float, str]:
+    limit = inst.max_batch(demand.context_tokens)
+    if limit < 1:
+        return 0.0, "no request of this context fits in HBM beside the weights"
+    if tpot_s is not None:
+        limit = inst.max_batch_for_tpot(tpot_s, demand.context_tokens)
+        if limit < 1:
+            return 0.0, f"one decode step alone exceeds the TPOT limit ({tpot_s * 1e3:g} ms)"
+    if demand.tokens_per_request <= 0:
+        return float("inf"), ""
+    step = float(inst.decode_step_s(limit, demand.context_tokens))
+    return cap_frac * limit / (step * demand.tokens_per_request), ""
+
+
+def _capacity_rps(inst, role, classes, demands, tpot, cap) -> tuple[float, str]:
+    if role == "main_decode" or role == "relay_decode" or role == "decode":
+        return _decode_capacity_rps(inst, demands[role], tpot, cap)
+    service = np.asarray(inst.prefill_time_s(classes.uncached_tokens, classes.cached_tokens), float)
+    prefill = cap / classes.mean(service)
+    if role == "prefill":
+        return prefill, ""
+    # colocated: the same GPUs prefill and decode in turn, so the two times per request add
+    decode, why = _decode_capacity_rps(inst, demands[role], tpot, cap)
+    return (1.0 / (1.0 / prefill + 1.0 / decode) if decode > 0 else 0.0), why
+
+
+def candidates(
+    scenario: Scenario,
+    model: ModelSpec,
+    gpus: dict,
+    arch: str,
+    classes: RequestClasses,
+    demands: dict[str, RoleDemand],
+) -> list[Candidate]:
+    cap = scenario.policy.utilization_cap_frac
+    tpot = min(scenario.sla.tpot_s.values(), default=None)
+    out = []
+    for dc in scenario.datacenters:
+        for role in ARCHITECTURE_ROLES[arch]:
+            if role not in dc.roles:
+                continue
+            for offer in dc.gpus:
+                gpu = gpus[offer.gpu]
+                for n in shapes(gpu.gpus_per_node, offer.gpus_per_instance):
+                    if offer.max_gpus is not None and n > offer.max_gpus:
+                        continue
+                    inst = Instance(model, gpu, n, scenario.kv_dtype, scenario.weight_dtype)
+                    price = n * offer.price_usd_per_gpu_hour
+                    if not inst.fits():
+                        out.append(
+                            Candidate(
+                                role, dc.id, gpu.id, n, price, 0.0, "the weights do not fit in HBM"
+                            )
+                        )
+                        continue
+                    capacity, why = _capacity_rps(inst, role, classes, demands, tpot, cap)
+                    out.append(Candidate(role, dc.id, gpu.id, n, price, capacity, why))
+    return out
+
+
+def default_policy(scenario: Scenario) -> RoutingPolicy:
+    p = scenario.policy
+    return RoutingPolicy(
+        rld_hit_threshold=p.rld_hit_threshold if p.rld_hit_threshold is not None else 0.9,
+        handoff=p.handoff if p.handoff != "auto" else "catch_up",
+        short_output_cutoff=p.short_output_cutoff.enabled,
+    )

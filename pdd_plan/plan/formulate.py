@@ -1,0 +1,128 @@
+"""The MILP: integer instances per candidate and lines per tier, linear capacities.
+
+Variable and constraint names read as sentences in an LP dump, e.g.
+`instances_of_prefill_dc_a_h100_sxm_x32`, `prefill_capacity_covers_its_demand`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulp
+
+from pdd_plan.model.hardware import LineTier
+from pdd_plan.model.scenario import Scenario
+from pdd_plan.plan.candidates import Candidate, RoleDemand
+from pdd_plan.units import HOURS_PER_MONTH
+
+MAX_INSTANCES = 10_000  # per candidate: a bound for the one-type-per-role link
+
+
+@dataclass
+class Formulation:
+    problem: pulp.LpProblem
+    instances: dict[str, pulp.LpVariable]  # candidate key -> count
+    chosen: dict[str, pulp.LpVariable]  # candidate key -> binary: this type serves its role
+    lines: dict[str, pulp.LpVariable]  # tier id -> count
+    rate: pulp.LpVariable | pulp.LpAffineExpression  # requests/s the plan must carry
+    cost: pulp.LpAffineExpression  # USD per hour
+
+
+def line_price_usd_per_hour(scenario: Scenario, tier: LineTier) -> float:
+    monthly = scenario.wan.tier_price_usd_per_month.get(tier.id, tier.price_usd_per_month)
+    return monthly / HOURS_PER_MONTH
+
+
+def formulate(
+    scenario: Scenario,
+    usable: list[Candidate],
+    demands: dict[str, RoleDemand],
+    tiers: dict[str, LineTier],
+    wan_bits_per_request: float,
+    *,
+    demand_rps: float | None = None,
+    rate_cap_rps: float | None = None,
+    rate_floor_rps: float = 0.0,
+    budget_usd_per_hour: float | None = None,
+    ratio_q: float | None = None,
+    name: str = "pdd_plan",
+) -> Formulation:
+    """`demand_rps` fixes the rate (min cost); otherwise the rate is a variable between
+    `rate_floor_rps` and `rate_cap_rps`, maximised (`ratio_q` None) or traded against
+    cost (Dinkelbach: maximise rate - q x cost)."""
+    minimise = demand_rps is not None and ratio_q is None
+    prob = pulp.LpProblem(name, pulp.LpMinimize if minimise else pulp.LpMaximize)
+    n = {
+        c.key: prob.add_variable(f"instances_of_{c.key}", 0, MAX_INSTANCES, cat="Integer")
+        for c in usable
+    }
+    y = {
+        c.key: prob.add_variable(f"{c.key}_is_the_type_chosen_for_its_role", cat="Binary")
+        for c in usable
+    }
+    crossing = wan_bits_per_request > 0
+    leases = {
+        t: prob.add_variable(f"lines_of_{t}", 0, scenario.wan.max_lines, cat="Integer")
+        for t in (scenario.wan.tiers if crossing else ())
+    }
+    rate = (
+        demand_rps
+        if demand_rps is not None
+        else prob.add_variable("served_requests_per_s", rate_floor_rps, rate_cap_rps)
+    )
+    cost = pulp.lpSum(c.price_usd_per_hour * n[c.key] for c in usable) + pulp.lpSum(
+        line_price_usd_per_hour(scenario, tiers[t]) * leases[t] for t in leases
+    )
+    for role, demand in demands.items():
+        mine = [c for c in usable if c.role == role]
+        prob += (
+            pulp.lpSum(c.capacity_rps * n[c.key] for c in mine) >= demand.share * rate,
+            f"{role}_capacity_covers_its_demand",
+        )
+        prob += pulp.lpSum(y[c.key] for c in mine) <= 1, f"one_gpu_type_and_shape_for_{role}"
+        for c in mine:
+            prob += n[c.key] <= MAX_INSTANCES * y[c.key], f"only_the_chosen_type_of_{c.key}"
+    if crossing:
+        cap = scenario.policy.utilization_cap_frac
+        prob += (
+            pulp.lpSum(tiers[t].capacity_bits_per_s * cap * leases[t] for t in leases)
+            >= wan_bits_per_request * rate,
+            "line_capacity_covers_the_wan_bytes",
+        )
+        prob += (
+            pulp.lpSum(leases.values()) <= scenario.wan.max_lines,
+            "lines_within_the_allowed_count",
+        )
+    _inventory(prob, scenario, usable, n)
+    if budget_usd_per_hour is not None:
+        prob += cost <= budget_usd_per_hour, "cost_within_the_budget"
+    if minimise:
+        prob += cost
+    elif ratio_q is None:
+        prob += rate
+    else:
+        prob += rate - ratio_q * cost
+    return Formulation(prob, n, y, leases, rate, cost)
+
+
+def _inventory(prob, scenario: Scenario, usable: list[Candidate], n) -> None:
+    for dc in scenario.datacenters:
+        for offer in dc.gpus:
+            mine = [c for c in usable if c.datacenter == dc.id and c.gpu == offer.gpu]
+            if mine and offer.max_gpus is not None:
+                prob += (
+                    pulp.lpSum(c.gpus_per_instance * n[c.key] for c in mine) <= offer.max_gpus,
+                    f"{offer.gpu}_in_{dc.id}_within_availability",
+                )
+        here = [c for c in usable if c.datacenter == dc.id]
+        if here and dc.budget_usd_per_hour is not None:
+            prob += (
+                pulp.lpSum(c.price_usd_per_hour * n[c.key] for c in here) <= dc.budget_usd_per_hour,
+                f"spending_in_{dc.id}_within_its_budget",
+            )
+
+
+def solve_milp(form: Formulation, time_limit_s: float = 30.0) -> str:
+    solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=1e-6)
+    form.problem.solve(solver)
+    return pulp.LpStatus[form.problem.status]

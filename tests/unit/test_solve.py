@@ -1,0 +1,117 @@
+"""solve: verified plans, price scaling, demand monotonicity, infeasibility, LP names."""
+
+import dataclasses
+import json
+
+import pytest
+
+from pdd_plan.api import solve_scenario
+from pdd_plan.errors import InfeasibleError
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.model.evaluate import meets_sla, prepare
+from pdd_plan.model.scenario import GpuOffer, Objective
+from pdd_plan.plan.solve import solve
+
+RESOLUTION = (4, 6, 10)
+
+
+@pytest.fixture(scope="module")
+def default(catalog):
+    return load_scenario(resolve_scenario_path("default"), catalog)
+
+
+def run(catalog, scenario, arch="pdd"):
+    model = catalog.model(scenario.model)
+    return solve(scenario, model, catalog.gpus, catalog.lines, arch, RESOLUTION, 10.0)
+
+
+def min_cost(scenario, demand):
+    return dataclasses.replace(scenario, objective=Objective("min_cost", demand_rps=demand))
+
+
+def test_solved_plan_meets_the_sla_by_an_independent_evaluate(catalog, default):
+    result = run(catalog, min_cost(default, 20.0), "cdc_pd")
+    assert result.status == "optimal"
+    setup = prepare(
+        default, result.deployment, catalog.model(default.model), catalog.gpus, catalog.lines
+    )  # the default resolution, not the solver's
+    assert meets_sla(setup, 20.0)
+
+
+def test_scaling_every_price_scales_the_optimal_cost(catalog, default):
+    """Multiplying every GPU and line price by k multiplies the optimal cost by k."""
+    k = 3.0
+    base = min_cost(default, 20.0)
+    dcs = tuple(
+        dataclasses.replace(
+            dc,
+            gpus=tuple(
+                dataclasses.replace(o, price_usd_per_gpu_hour=k * o.price_usd_per_gpu_hour)
+                for o in dc.gpus
+            ),
+        )
+        for dc in base.datacenters
+    )
+    prices = {t: k * catalog.lines[t].price_usd_per_month for t in base.wan.tiers}
+    scaled = dataclasses.replace(
+        base, datacenters=dcs, wan=dataclasses.replace(base.wan, tier_price_usd_per_month=prices)
+    )
+    a, b = run(catalog, base, "cdc_pd"), run(catalog, scaled, "cdc_pd")
+    assert b.metrics.cost_usd_per_hour == pytest.approx(k * a.metrics.cost_usd_per_hour)
+
+
+@pytest.mark.parametrize("arch", ["cdc_pd", "idc_pd"])
+def test_more_demand_never_costs_less(catalog, default, arch):
+    costs = [
+        run(catalog, min_cost(default, d), arch).metrics.cost_usd_per_hour
+        for d in (10.0, 20.0, 40.0)
+    ]
+    assert costs == sorted(costs)
+
+
+def test_adding_a_gpu_type_never_costs_more(catalog, default):
+    base = min_cost(default, 20.0)
+    narrowed = dataclasses.replace(
+        base,
+        datacenters=(
+            base.datacenters[0],
+            dataclasses.replace(base.datacenters[1], gpus=(GpuOffer("h20_96g", 1.5, 512, ()),)),
+        ),
+    )
+    wide = run(catalog, base, "cdc_pd").metrics.cost_usd_per_hour
+    narrow = run(catalog, narrowed, "cdc_pd").metrics.cost_usd_per_hour
+    assert wide <= narrow + 1e-9
+
+
+def test_infeasible_when_nothing_fits(catalog, default):
+    tiny = dataclasses.replace(
+        default,
+        datacenters=tuple(
+            dataclasses.replace(dc, gpus=tuple(dataclasses.replace(o, max_gpus=4) for o in dc.gpus))
+            for dc in default.datacenters
+        ),
+    )
+    with pytest.raises(InfeasibleError) as err:
+        run(catalog, tiny)
+    assert "weights do not fit" in str(err.value)
+
+
+def test_cli_solve_json_equals_api_and_dumps_a_readable_lp(run_cli, tmp_path):
+    result = run_cli("solve", "default", "--format", "json", "--dump-lp", "plan.lp")
+    assert result.returncode == 0, result.stderr
+    cli = json.loads(result.stdout)
+    api, _ = solve_scenario("default")
+    for volatile in (cli, api):
+        volatile["solver"].pop("wall_s")
+    assert cli == json.loads(json.dumps(api))
+    assert cli["status"] == "optimal" and cli["metrics"]["sla_met"]
+    lp = (tmp_path / "plan.lp").read_text()
+    assert "prefill_capacity_covers_its_demand" in lp and "line_capacity_covers_the_wan_bytes" in lp
+
+
+def test_cli_solve_infeasible_exits_3(run_cli, tmp_path):
+    text = resolve_scenario_path("default").read_text().replace("max_gpus: 512", "max_gpus: 4")
+    (tmp_path / "tiny.yaml").write_text(text)
+    result = run_cli("solve", "tiny.yaml")
+    assert result.returncode == 3 and result.stderr.startswith("error: ")
+    assert "Traceback" not in result.stderr
