@@ -436,7 +436,9 @@ def binding_role(utilization: dict[str, float]) -> str:
     return max(utilization, key=utilization.get) if utilization else ""
 
 
-def evaluate(setup: Setup, rate: float | None = None) -> tuple[Metrics, Snapshot | None]:
+def evaluate(
+    setup: Setup, rate: float | None = None, goodput_rel_tol: float = 1e-3
+) -> tuple[Metrics, Snapshot | None]:
     """Metrics at the offered rate (the scenario's unless given) plus the goodput."""
     rate = setup.scenario.workload.arrival_rate_per_s if rate is None else rate
     c = setup.classes
@@ -444,7 +446,7 @@ def evaluate(setup: Setup, rate: float | None = None) -> tuple[Metrics, Snapshot
         snap = snapshot(setup, rate)
     except SaturatedError:
         snap = None
-    goodput = goodput_rps(setup)
+    goodput = goodput_rps(setup, goodput_rel_tol)
     shown = snap  # None: saturated at the offered rate; percentiles are then undefined
     checks = sla_checks(setup, snap) if snap else {}
     met = bool(snap) and all(v["value"] <= v["limit"] for v in checks.values())

@@ -40,6 +40,8 @@ DINKELBACH_TOL = 1e-6
 # max_bcr serves at least the offered demand and may size up to this multiple of it when
 # that buys goodput more cheaply (a line or an instance is bought whole).
 BCR_HEADROOM = 1.5
+SCORE_REL_TOL = 1e-2  # goodput precision when ranking policies (the winner gets 1e-3)
+SEARCH_RESOLUTION = (4, 6, 12)  # request classes while searching policies (288 classes)
 BITS_PER_BYTE = 8
 
 
@@ -212,6 +214,14 @@ def _size_for_policy(
     return None
 
 
+def _size(scenario, model, gpus, tiers, arch, policy, resolution, time_limit_s, attempts):
+    w = scenario.workload
+    classes = request_classes(w.input_tokens, w.output_tokens, w.prefix_hit_rate, resolution)
+    return _size_for_policy(
+        scenario, model, gpus, tiers, arch, policy, classes, time_limit_s, attempts, resolution
+    )
+
+
 def _score(scenario, metrics: Metrics) -> float:
     kind = scenario.objective.kind
     if kind == "min_cost":
@@ -233,31 +243,41 @@ def solve(
     start = time.perf_counter()
     if architecture not in ARCHITECTURE_ROLES:
         raise ValueError(f"unknown architecture {architecture!r}")
-    w = scenario.workload
-    classes = request_classes(w.input_tokens, w.output_tokens, w.prefix_hit_rate, resolution)
+    # search on a coarse grid of request classes; check and report the winner on the full one
+    coarse = tuple(min(a, b) for a, b in zip(SEARCH_RESOLUTION, resolution, strict=True))
     attempts: list[Attempt] = []
     best = None
     all_candidates: list[cd.Candidate] = []
     for policy in _policies(scenario, architecture):
-        found = _size_for_policy(
-            scenario,
-            model,
-            gpus,
-            tiers,
-            architecture,
-            policy,
-            classes,
-            time_limit_s,
-            attempts,
-            resolution,
+        found = _size(
+            scenario, model, gpus, tiers, architecture, policy, coarse, time_limit_s, attempts
         )
         if found is None:
             continue
         deployment, setup, rate, cands, form = found
         all_candidates = cands
-        metrics, _ = evaluate(setup)
+        metrics, _ = evaluate(setup, goodput_rel_tol=SCORE_REL_TOL)
         if best is None or _score(scenario, metrics) > _score(scenario, best[1]):
             best = (deployment, metrics, rate, form)
+    if best is not None:
+        deployment, _, rate, form = best
+        full = prepare(scenario, deployment, model, gpus, tiers, resolution)
+        if not meets_sla(full, rate):  # the coarse grid was kind: size again on the full one
+            found = _size(
+                scenario,
+                model,
+                gpus,
+                tiers,
+                architecture,
+                deployment.policy,
+                resolution,
+                time_limit_s,
+                attempts,
+            )
+            best = None if found is None else (found[0], None, found[2], found[4])
+            full = found[1] if found else None
+        if best is not None:
+            best = (best[0], evaluate(full)[0], best[2], best[3])
     wall = time.perf_counter() - start
     if best is None:
         return SolveResult(
