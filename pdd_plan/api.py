@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pdd_plan.loaders.catalog import Catalog
@@ -9,7 +10,9 @@ from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.evaluate import evaluate, prepare
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
+from pdd_plan.report.bom import bom_csv
 from pdd_plan.report.deployment_json import plan_json
+from pdd_plan.report.resolved import scenario_json
 
 
 def evaluate_plan(
@@ -38,8 +41,8 @@ def solve_scenario(
     catalog: Catalog | None = None,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
-) -> tuple[dict, str]:
-    """`pdd-plan solve`: the design.md §7 JSON of the best verified plan, and the LP text."""
+) -> tuple[dict, SolveFiles]:
+    """`pdd-plan solve`: the design.md §7 JSON of the best verified plan, and its files."""
     from pdd_plan.plan.solve import solve  # PuLP loads only for the commands that solve
 
     catalog = catalog or Catalog()
@@ -73,4 +76,18 @@ def solve_scenario(
             ],
         },
     }  # fmt: skip
-    return out, result.lp_text
+    prices = {
+        t: s.wan.tier_price_usd_per_month.get(t, catalog.lines[t].price_usd_per_month)
+        for t in catalog.lines
+    }
+    bom = bom_csv(out["plan"], s, prices) if out["plan"] else ""
+    return out, SolveFiles(result.lp_text, bom, scenario_json(s))
+
+
+@dataclass(frozen=True)
+class SolveFiles:
+    """What `solve` can write besides its JSON: the LP, the BOM and the resolved scenario."""
+
+    lp_text: str
+    bom_csv: str
+    resolved_scenario: dict

@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
 
+from pdd_plan import __version__
 from pdd_plan.cli.evaluate_cmd import print_result
 from pdd_plan.cli.output import Format, console, print_json
 from pdd_plan.errors import InfeasibleError, InputError
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
+from pdd_plan.plan.formulate import MIP_GAP_REL
 from pdd_plan.report.files import write_atomic
+
+
+def write_outputs(folder: Path, result: dict, files) -> None:
+    """Every file goes in whole or not at all (each is written atomically)."""
+    run = {
+        "version": __version__,
+        "solver": result["solver"]["name"],
+        "status": result["status"],
+        "objective": result["solver"]["objective"],
+        "mip_gap_rel_limit": MIP_GAP_REL,
+        "wall_s": result["solver"]["wall_s"],
+    }
+    contents = {
+        "plan.json": json.dumps(result, indent=2) + "\n",
+        "bom.csv": files.bom_csv,
+        "scenario.json": json.dumps(files.resolved_scenario, indent=2) + "\n",
+        "run.json": json.dumps(run, indent=2) + "\n",
+    }
+    for name, text in contents.items():
+        write_atomic(folder / name, text)
 
 
 def solve(
@@ -18,6 +43,10 @@ def solve(
     ),
     time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
     dump_lp: str = typer.Option(None, "--dump-lp", help="write the winning MILP as an LP file"),
+    bom: str = typer.Option(None, "--bom", help="write the bill of materials as CSV"),
+    out: str = typer.Option(
+        None, "--out", help="write plan.json, bom.csv, scenario.json, run.json"
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Choose P, RLD and MD instances, GPU types, line tiers and routing policy."""
@@ -30,15 +59,19 @@ def solve(
             repr(architecture),
             f"one of {', '.join(ARCHITECTURE_ROLES)}",
         )
-    result, lp_text = solve_scenario(scenario, architecture, time_limit_s=time_limit)
+    result, files = solve_scenario(scenario, architecture, time_limit_s=time_limit)
     if result["status"] == "infeasible":
         tried = "; ".join(
             f"threshold {a['rld_hit_threshold']:g} {a['handoff']}: {a['outcome']}"
             for a in result["solver"]["policies_tried"]
         )
         raise InfeasibleError(f"no {architecture} plan meets the SLA ({tried})")
-    if dump_lp and lp_text:
-        write_atomic(dump_lp, lp_text)
+    if dump_lp and files.lp_text:
+        write_atomic(dump_lp, files.lp_text)
+    if bom:
+        write_atomic(bom, files.bom_csv)
+    if out:
+        write_outputs(Path(out), result, files)
     if format is Format.json:
         print_json(result)
         return

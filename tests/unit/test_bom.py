@@ -1,0 +1,62 @@
+"""The CSV bill of materials and the --out folder."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.report.bom import bom_csv, spreadsheet_safe
+
+PLAN = {
+    "instances": [
+        {"role": "prefill", "datacenter": "dc_a", "gpu": "h100_sxm", "gpus_per_instance": 24,
+         "count": 2},
+        {"role": "main_decode", "datacenter": "dc_b", "gpu": "h200_sxm", "gpus_per_instance": 8,
+         "count": 3},
+    ],
+    "lines": [{"tier": "wave_10g", "capacity_gbit_per_s": 10, "count": 2}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("cell", ["=1+2", "+SUM(A1)", "-3", "@cmd", "\tx"])
+def test_formula_cells_are_quoted(cell):
+    assert spreadsheet_safe(cell) == "'" + cell
+    assert spreadsheet_safe("h100_sxm") == "h100_sxm"
+
+
+def test_bom_rows_and_totals_by_hand(catalog):
+    """48 H100 at $3.99 + 24 H200 at $3.99 per GPU-hour; 2 lines at $724 a month."""
+    scenario = load_scenario(resolve_scenario_path("default"), catalog)
+    text = bom_csv(PLAN, scenario, {"wave_10g": 724.0})
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["item"] for r in rows] == ["h100_sxm", "h200_sxm", "wave_10g", ""]
+    assert float(rows[0]["cost_usd_per_hour"]) == pytest.approx(48 * 3.99)
+    assert float(rows[2]["cost_usd_per_month"]) == pytest.approx(2 * 724)
+    hourly = 48 * 3.99 + 24 * 3.99 + 2 * 724 / 730
+    assert rows[3]["datacenter"] == "total"
+    assert float(rows[3]["cost_usd_per_hour"]) == pytest.approx(hourly, abs=0.01)
+    assert float(rows[3]["cost_usd_per_year"]) == pytest.approx(hourly * 8760, rel=1e-4)
+    assert all(not v.startswith(("=", "+", "-", "@")) for r in rows for v in r.values())
+
+
+def test_solve_out_folder_and_bom_match_the_plan(run_cli, tmp_path):
+    result = run_cli("solve", "--out", "out", "--bom", "bom.csv", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    folder = tmp_path / "out"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "bom.csv",
+        "plan.json",
+        "run.json",
+        "scenario.json",
+    ]
+    plan = json.loads((folder / "plan.json").read_text())
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "bom.csv").read_text())))
+    total = float(rows[-1]["cost_usd_per_hour"])
+    assert total == pytest.approx(plan["metrics"]["cost_usd_per_hour"], abs=0.01)
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "optimal" and run["solver"].startswith("HiGHS")
+    resolved = json.loads((folder / "scenario.json").read_text())
+    assert resolved["policy"]["utilization_cap_frac"] == 0.85  # a default, filled in
+    assert not [p for p in tmp_path.rglob("*.tmp")]  # no half-written leftovers
