@@ -91,3 +91,33 @@ class SolveFiles:
     lp_text: str
     bom_csv: str
     resolved_scenario: dict
+
+
+def compare_architectures(
+    scenario: str | Path | None = None,
+    catalog: Catalog | None = None,
+    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
+    time_limit_s: float = 30.0,
+) -> dict:
+    """`pdd-plan compare`: every architecture the scenario allows, each optimised alone."""
+    from pdd_plan.errors import InfeasibleError
+
+    catalog = catalog or Catalog()
+    path = resolve_scenario_path(str(scenario) if scenario else None)
+    s = load_scenario(path, catalog)
+    out = []
+    for arch in s.architectures:
+        try:
+            result, _ = solve_scenario(path, arch, catalog, resolution, time_limit_s)
+        except InfeasibleError as exc:
+            result = {
+                "scenario": s.name,
+                "status": "infeasible",
+                "plan": None,
+                "metrics": None,
+                "architecture": arch,
+                "reason": str(exc),
+            }
+        result["architecture"] = arch
+        out.append(result)
+    return {"scenario": s.name, "architectures": out}

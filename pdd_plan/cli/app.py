@@ -14,6 +14,7 @@ import typer
 from pdd_plan import __version__
 from pdd_plan.cli import (
     catalog_cmd,
+    compare_cmd,
     estimate_cmd,
     evaluate_cmd,
     model_cmd,
@@ -35,6 +36,7 @@ app.add_typer(scenario_cmd.app, name="scenario")
 app.command("estimate")(estimate_cmd.estimate)
 app.command("evaluate")(evaluate_cmd.evaluate)
 app.command("solve")(solve_cmd.solve)
+app.command("compare")(compare_cmd.compare)
 
 
 @app.command()

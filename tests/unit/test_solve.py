@@ -115,3 +115,17 @@ def test_cli_solve_infeasible_exits_3(run_cli, tmp_path):
     result = run_cli("solve", "tiny.yaml")
     assert result.returncode == 3 and result.stderr.startswith("error: ")
     assert "Traceback" not in result.stderr
+
+
+def test_compare_gives_every_architecture_in_the_shape_of_design(run_cli):
+    result = run_cli("compare", "pdd-paper", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    archs = {a["architecture"]: a for a in data["architectures"]}
+    assert set(archs) == {"pdd", "cdc_pd", "idc_pd"}
+    for arch, entry in archs.items():
+        assert entry["plan"]["architecture"] == arch and entry["metrics"]["sla_met"]
+    # PDD's relay cuts the TTFT tail that CDC-PD's WAN transfer creates
+    assert (
+        archs["pdd"]["metrics"]["ttft_s"]["p99"] < 0.7 * archs["cdc_pd"]["metrics"]["ttft_s"]["p99"]
+    )

@@ -1,0 +1,76 @@
+"""`pdd-plan compare SCENARIO`: colocated, IDC-PD, CDC-PD and PDD side by side."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import typer
+
+from pdd_plan.cli.output import Format, print_json, table
+
+NAMES = {"pdd": "PDD", "cdc_pd": "CDC-PD", "idc_pd": "IDC-PD", "colocated": "colocated"}
+
+
+def _gpus(plan: dict) -> str:
+    counts = Counter()
+    for g in plan["instances"]:
+        counts[g["gpu"]] += g["gpus_per_instance"] * g["count"]
+    return ", ".join(f"{n} {gpu}" for gpu, n in counts.items())
+
+
+def compare(
+    scenario: str = typer.Argument(None, help="a scenario file or shipped name"),
+    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+) -> None:
+    """Optimise every architecture on the same scenario and print them side by side."""
+    from pdd_plan.api import compare_architectures
+
+    result = compare_architectures(scenario, time_limit_s=time_limit)
+    if format is Format.json:
+        print_json(result)
+        return
+    by_arch = {r["architecture"]: r for r in result["architectures"]}
+    base = by_arch.get("idc_pd", {}).get("metrics") or {}
+    rows = []
+    for arch, r in by_arch.items():
+        m = r.get("metrics")
+        if not m:
+            rows.append([NAMES[arch], "infeasible", "-", "-", "-", "-", "-", "-", "-", "-"])
+            continue
+        ratio = (
+            m["bcr_rps_per_usd_hour"] / base["bcr_rps_per_usd_hour"]
+            if base.get("bcr_rps_per_usd_hour")
+            else None
+        )
+        ttft = m["ttft_s"]
+        rows.append(
+            [
+                NAMES[arch],
+                f"{m['cost_usd_per_hour']:,.0f}",
+                f"{m['goodput_rps']:.3g}",
+                f"{m['bcr_rps_per_usd_hour']:.4g}",
+                "-" if ratio is None else f"{ratio:.3f}",
+                " / ".join(f"{ttft[q]:.3g}" for q in ("p50", "p90", "p99")),
+                f"{m['tpot_s']['p90'] * 1e3:.3g}",
+                f"{m['wan']['mean_gbit_per_s']:.3g} ({m['wan']['utilization_frac']:.0%})",
+                f"{m['rld_token_share_frac']:.1%}",
+                _gpus(r["plan"]),
+            ]
+        )
+    table(
+        f"{result['scenario']}: each architecture optimised alone",
+        [
+            "architecture",
+            "$/h",
+            "goodput req/s",
+            "BCR",
+            "BCR / IDC-PD",
+            "TTFT P50/P90/P99 s",
+            "TPOT P90 ms",
+            "WAN Gbit/s (line)",
+            "RLD share",
+            "GPUs",
+        ],
+        rows,
+    )
