@@ -45,7 +45,8 @@ import numpy as np
 import pytest
 
 from pdd_plan.errors import SaturatedError
-from pdd_plan.model.network import WanLink, wan_run, wan_transfer
+from pdd_plan.model.network import WanLink, wan_transfer
+from pdd_plan.model.network_run import wan_run
 
 ARRIVAL_RATE_PER_S = 80.0
 PROMPT_TOKENS = 65_536
