@@ -1,0 +1,140 @@
+"""Reading a Hugging Face config: typed access that remembers what was read and missed."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pdd_plan.errors import Problem
+from pdd_plan.loaders.strict import describe
+
+ARCHITECTURE_KEY = re.compile(
+    r"(attn|attention|linear|lora|compress|window|layer_types|layer_pattern|index_|expert|"
+    r"conv|ssm|mamba|state|hybrid|full_attn|kda|rnn)",
+    re.IGNORECASE,
+)
+# Architecture-looking keys that do not change KV, weights or FLOPs.
+HARMLESS_KEYS = {
+    "attention_dropout",
+    "attention_bias",
+    "use_sliding_window",
+    "output_router_logits",
+    "router_aux_loss_coef",
+    "norm_topk_prob",
+    "num_experts_per_tok",
+    "max_window_layers",
+    "sliding_window",
+    "add_full_attention_sink_bias",
+    "add_swa_attention_sink_bias",
+    "attention_value_scale",
+    "attn_logit_softcapping",
+    "router_jitter_noise",
+}
+
+
+_MAX_INT = 10_000_000  # the largest dimension a catalog entry accepts
+MAX_LAYERS = 10_000  # the largest layer-group `repeat` a catalog entry accepts
+
+
+class Ints:
+    """The `kind` of a list of whole numbers (layer numbers, compression ratios)."""
+
+
+_EXPECTED = {
+    Ints: "a list of whole numbers",
+    list: "a list",
+    dict: "an object",
+    str: "a text",
+    bool: "true or false",
+}
+_EMPTY = {int: int, list: list, dict: dict, Ints: list}
+
+
+def _fits(value, kind, maximum: int = _MAX_INT) -> bool:
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= maximum
+    if kind is Ints:
+        return isinstance(value, list) and all(_fits(v, int) for v in value)
+    return isinstance(value, kind)
+
+
+class Config:
+    """Reads config keys, remembering which were read, which were missing and which held
+    a value of the wrong type (reported, and read as empty, never used)."""
+
+    def __init__(self, data: dict[str, Any], file: str, prefix: str = ""):
+        self.data, self.file, self.prefix = data, file, prefix
+        self.used: set[str] = set()
+        self.missing: list[str] = []
+        self.wrong: list[Problem] = []
+
+    def req(self, key: str, kind=int, maximum: int = _MAX_INT):
+        self.used.add(key)
+        value = self.data.get(key)
+        if value is None:
+            self.missing.append(key)
+        elif self._check(key, value, kind, maximum):
+            return value
+        return _EMPTY[kind]() if kind in _EMPTY else None
+
+    def opt(self, key: str, default=None, kind=None):
+        """An optional key; its type (`kind`, else the default's) is checked if known."""
+        self.used.add(key)
+        value = self.data.get(key)
+        if value is None:
+            return default
+        kind = kind or (None if default is None else type(default))
+        return value if kind is None or self._check(key, value, kind) else default
+
+    def _check(self, key: str, value, kind, maximum: int = _MAX_INT) -> bool:
+        if _fits(value, kind, maximum):
+            return True
+        expected = f"a whole number from 0 to {maximum:,}" if kind is int else _EXPECTED[kind]
+        self.wrong.append(Problem(self.file, self.prefix + key, describe(value), expected))
+        return False
+
+    def problems(self) -> list[Problem]:
+        missing = [
+            Problem(self.file, self.prefix + k, "nothing", "this key for the model's architecture")
+            for k in self.missing
+        ]
+        first: dict[str, Problem] = {}  # a key read twice is reported once
+        for problem in self.wrong + missing:
+            first.setdefault(problem.key_path, problem)
+        return list(first.values())
+
+
+def run_length(per_layer: list[tuple[str, str]]) -> list[dict]:
+    groups: list[dict] = []
+    for attention, ffn in per_layer:
+        if groups and groups[-1]["attention"] == attention and groups[-1]["ffn"] == ffn:
+            groups[-1]["repeat"] += 1
+        else:
+            groups.append({"repeat": 1, "attention": attention, "ffn": ffn})
+    return groups
+
+
+def weight_dtypes(c: Config, text: dict) -> tuple[str, str]:
+    """(dense, routed-expert) weight dtype from the quantisation config."""
+    q = c.opt("quantization_config", kind=dict) or {}
+    method = q.get("quant_method")
+    expert = c.opt("expert_dtype", kind=str)
+    if method == "fp8":
+        return "fp8", expert or "fp8"
+    if method == "mxfp4":
+        return "bf16", "mxfp4"  # gpt-oss: experts in MXFP4, attention and router in BF16
+    if method == "compressed-tensors":
+        groups = q.get("config_groups")
+        group = next(iter(groups.values()), {}) if isinstance(groups, dict) else {}
+        weights = group.get("weights") if isinstance(group, dict) else None
+        weights = weights if isinstance(weights, dict) else {}
+        quant = (
+            "mxfp4" if "mxfp4" in str(q.get("format", "")) else f"int{weights.get('num_bits', 4)}"
+        )
+        ignore = q.get("ignore")
+        ignored = " ".join(map(str, ignore)) if isinstance(ignore, list) else ""
+        dense = "bf16" if "self_attn" in ignored else quant
+        return dense, quant
+    c.opt("torch_dtype")
+    c.opt("dtype")
+    return "bf16", expert or "bf16"
