@@ -17,6 +17,7 @@ from pdd_plan.cli import (
     compare_cmd,
     estimate_cmd,
     evaluate_cmd,
+    explain_cmd,
     model_cmd,
     scenario_cmd,
     solve_cmd,
@@ -37,6 +38,7 @@ app.command("estimate")(estimate_cmd.estimate)
 app.command("evaluate")(evaluate_cmd.evaluate)
 app.command("solve")(solve_cmd.solve)
 app.command("compare")(compare_cmd.compare)
+app.command("explain")(explain_cmd.explain)
 
 
 @app.command()

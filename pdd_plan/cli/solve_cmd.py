@@ -16,7 +16,7 @@ from pdd_plan.plan.formulate import MIP_GAP_REL
 from pdd_plan.report.files import write_atomic
 
 
-def write_outputs(folder: Path, result: dict, files) -> None:
+def write_outputs(folder: Path, result: dict, files, report_md: str | None = None) -> None:
     """Every file goes in whole or not at all (each is written atomically)."""
     run = {
         "version": __version__,
@@ -32,6 +32,8 @@ def write_outputs(folder: Path, result: dict, files) -> None:
         "scenario.json": json.dumps(files.resolved_scenario, indent=2) + "\n",
         "run.json": json.dumps(run, indent=2) + "\n",
     }
+    if report_md is not None:
+        contents["report.md"] = report_md
     for name, text in contents.items():
         write_atomic(folder / name, text)
 
@@ -44,13 +46,16 @@ def solve(
     time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
     dump_lp: str = typer.Option(None, "--dump-lp", help="write the winning MILP as an LP file"),
     bom: str = typer.Option(None, "--bom", help="write the bill of materials as CSV"),
+    report: str = typer.Option(
+        None, "--report", help="write the sizing report as Markdown (re-solves compare and cases)"
+    ),
     out: str = typer.Option(
-        None, "--out", help="write plan.json, bom.csv, scenario.json, run.json"
+        None, "--out", help="write plan.json, bom.csv, report.md, scenario.json, run.json"
     ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Choose P, RLD and MD instances, GPU types, line tiers and routing policy."""
-    from pdd_plan.api import solve_scenario
+    from pdd_plan.api import sizing_report, solve_scenario
 
     if architecture not in ARCHITECTURE_ROLES:
         raise InputError.single(
@@ -60,18 +65,28 @@ def solve(
             f"one of {', '.join(ARCHITECTURE_ROLES)}",
         )
     result, files = solve_scenario(scenario, architecture, time_limit_s=time_limit)
-    if result["status"] == "infeasible":
-        tried = "; ".join(
-            f"threshold {a['rld_hit_threshold']:g} {a['handoff']}: {a['outcome']}"
-            for a in result["solver"]["policies_tried"]
-        )
-        raise InfeasibleError(f"no {architecture} plan meets the SLA ({tried})")
+    if result["status"] == "infeasible":  # the limit that cannot be met, by how much
+        from pdd_plan.api import infeasibility_reason
+
+        reason = infeasibility_reason(scenario, architecture, result, time_limit_s=time_limit)
+        raise InfeasibleError(reason)
+    report_md = None
+    if report or out:  # everything is computed before the first file is written
+        if format is not Format.json:
+            typer.echo(
+                "sizing report: solving the other architectures and the price and hit-rate "
+                "cases...",
+                err=True,
+            )
+        report_md = sizing_report(scenario, architecture, time_limit_s=time_limit, solved=result)
     if dump_lp and files.lp_text:
         write_atomic(dump_lp, files.lp_text)
     if bom:
         write_atomic(bom, files.bom_csv)
+    if report:
+        write_atomic(report, report_md)
     if out:
-        write_outputs(Path(out), result, files)
+        write_outputs(Path(out), result, files, report_md)
     if format is Format.json:
         print_json(result)
         return

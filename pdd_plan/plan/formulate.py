@@ -127,3 +127,15 @@ def solve_milp(form: Formulation, time_limit_s: float = 30.0) -> str:
     solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s, gapRel=MIP_GAP_REL)
     form.problem.solve(solver)
     return pulp.LpStatus[form.problem.status]
+
+
+def lp_text(problem: pulp.LpProblem) -> str:
+    """The problem as an LP file's text (what `--dump-lp` writes)."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "plan.lp")
+        problem.writeLP(path)
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()

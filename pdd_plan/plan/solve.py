@@ -1,11 +1,40 @@
-"""solve: the deployment with the best objective whose SLA holds, verified by evaluate.
+"""solve: the plan with the best objective whose SLA holds, proven best by a search that
+checks plans with `evaluate` itself.
 
-For each routing policy (hit-rate threshold x handoff mode, searched outside the MILP):
-derive what each role is asked per request, build the candidates, solve the MILP for the
-objective (min cost at a demand; max goodput within a budget; max BCR by Dinkelbach's
-iterations, each an exact MILP), turn the solution into a Deployment and check it with
-`evaluate` at the rate it was sized for. A plan that misses the SLA percentiles is sized
-again with a lower utilisation cap; only verified plans can win.
+1. Seeds: the MILP (formulate.py), one per hit threshold (the handoff mode changes nothing
+   it sees): linear capacities under a utilisation cap; min cost at a demand, max goodput
+   within a budget, max BCR by Dinkelbach's iterations, each an exact MILP; with hit-rate
+   alternatives, sized for the distribution that asks most of each candidate. Its plan is
+   checked with the search's evaluator (and sized again at a lower cap if it misses). Its
+   capacities are estimates (latency is not linear in the counts), so its plans only tell
+   the search where it may stop; the winner's MILP is kept for the LP dump and explain.
+2. The exact search (search.py, space.py, bounds.py): every plan the scenario allows, a
+   routing policy (`_policies`), one candidate of `candidates.shapes` and a count per role,
+   and lines per tier, within the GPU availability, each datacenter's budget and
+   wan.max_lines, walked in increasing cost (evaluate's cost, power included when the
+   scenario asks) and checked with `prepare` + `meets_sla` at `resolution` under the main
+   hit-rate distribution and every `workload.prefix_hit_rate_alternatives` (robust plans).
+   Objectives:
+   - min_cost: the cheapest plan that meets the SLA at the demand;
+   - max_bcr: the plan meeting the SLA at the offered rate with the highest
+     min(goodput, BCR_HEADROOM x offered) / cost: goodput beyond the headroom earns
+     nothing (else the best ratio could buy all the hardware on offer); the reported BCR
+     (metrics) is goodput / cost, uncapped;
+   - max_goodput: the most goodput (up to 10 x offered) within the budget.
+   It skips only what is proven unable to win: candidates below bounds.py's fewest
+   instances, plans above their rate ceiling, groups and rows whose corner misses the SLA,
+   plans dearer than the best can be beaten at.
+
+When the answer is exact: it is optimal over the plans in 2, under evaluate's model at
+`resolution`, when (a) meeting the SLA is monotone in each role's instance count and in
+the line capacity for a fixed policy, types and shapes (an instance or a line more never
+breaks an SLA that held: tested in tests/property, not proven from the model), and in the
+rate (which `goodput_rps` assumes too); and (b) the search finished: `SolveResult.proven`
+(it stops at `time_limit_s` or search.MAX_EVALUATIONS, and then returns the best plan it
+verified with `bound`, the best value any plan left could have). Ratios and goodputs are
+exact to IMPROVE_REL_TOL + GOODPUT_REL_TOL (relative). Neither the MILP's capacities nor
+its utilisation cap ever prune. tests/property/test_solve_exhaustive.py lists every plan of
+small random scenarios and finds none better.
 """
 
 from __future__ import annotations
@@ -25,23 +54,21 @@ from pdd_plan.model.deployment import (
     LineLease,
     RoutingPolicy,
 )
-from pdd_plan.model.evaluate import evaluate, meets_sla, prepare
+from pdd_plan.model.evaluate import evaluate, goodput_rps, prepare
 from pdd_plan.model.metrics import Metrics
 from pdd_plan.model.network import WanLink, wan_transfer
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION, request_classes
 from pdd_plan.plan import candidates as cd
-from pdd_plan.plan.formulate import formulate, solve_milp
+from pdd_plan.plan import search as sr
+from pdd_plan.plan.formulate import formulate, lp_text, solve_milp
 
 THRESHOLDS = (0.8, 0.9, 0.95)
 CAP_SHRINK = 0.85  # utilisation cap multiplier when a sized plan misses its SLA
 MAX_RESIZES = 6
 DINKELBACH_TOL = 1e-6
-# max_bcr serves at least the offered demand and may size up to this multiple of it when
-# that buys goodput more cheaply (a line or an instance is bought whole).
-BCR_HEADROOM = 1.5
-SCORE_REL_TOL = 1e-2  # goodput precision when ranking policies (the winner gets 1e-3)
-SEARCH_RESOLUTION = (4, 6, 12)  # request classes while searching policies (288 classes)
+BCR_HEADROOM = sr.BCR_HEADROOM  # max_bcr sizes the MILP for at most this multiple of demand
+SEARCH_RESOLUTION = (4, 6, 12)  # request classes of the MILP's capacities (288 classes)
 BITS_PER_BYTE = 8
 
 
@@ -54,15 +81,19 @@ class Attempt:
 
 @dataclass
 class SolveResult:
-    status: str  # optimal | infeasible
+    status: str  # optimal (proven) | feasible (the search stopped first) | infeasible
     architecture: str
     deployment: Deployment | None
     metrics: Metrics | None
-    rate_rps: float
-    candidates: list[cd.Candidate]
+    rate_rps: float  # min_cost: the demand; else what the plan carries (up to the cap)
+    candidates: list[cd.Candidate]  # every candidate; `pruned`: why no plan can use it
     attempts: list[Attempt] = field(default_factory=list)
     wall_s: float = 0.0
     lp_text: str = ""
+    proven: bool = True  # the search finished: no plan beats this one (see the module doc)
+    bound: float = 0.0  # best objective value any plan could have (-cost for min_cost)
+    evaluations: int = 0  # plans checked with evaluate by the search
+    pruned: dict[str, str] = field(default_factory=dict)  # candidate -> why no plan uses it
 
 
 def _policies(scenario: Scenario, arch: str) -> list[RoutingPolicy]:
@@ -174,61 +205,106 @@ def _optimise(scenario, usable, demands, tiers, bits, time_limit_s):
     return best, "Optimal"
 
 
-def _size_for_policy(
-    scenario, model, catalog_gpus, tiers, arch, policy, classes, time_limit_s, attempts, resolution
-):
-    cap = scenario.policy.utilization_cap_frac
-    offered = scenario.workload.arrival_rate_per_s
-    routes = rt.route(
-        arch, classes, policy, scenario.policy.short_output_cutoff, model, scenario.kv_dtype
-    )
-    for _ in range(MAX_RESIZES):
-        sized = dataclasses.replace(
-            scenario, policy=dataclasses.replace(scenario.policy, utilization_cap_frac=cap)
+def _milp_inputs(sized, model, catalog_gpus, arch, policy, all_classes, offered, cap):
+    """Candidates and role demands for the MILP. With hit-rate alternatives, each candidate
+    gets its capacity per unit of demand under the distribution that asks most of it (with
+    one type per role, covering each distribution's demand is covering that one), and the
+    WAN the most bytes of any."""
+    inputs = []
+    for classes in all_classes:
+        routes = rt.route(
+            arch, classes, policy, sized.policy.short_output_cutoff, model, sized.kv_dtype
         )
         bits, wan_times = _wan_needs(sized, model, classes, routes, offered, cap)
         demands = cd.role_demands(
             arch, classes, routes, _rld_tokens(sized, classes, routes, wan_times)
         )
         cands = cd.candidates(sized, model, catalog_gpus, arch, classes, demands)
-        usable = [c for c in cands if not c.pruned and c.capacity_rps > 0]
-        missing = [r for r in demands if not any(c.role == r for c in usable)]
+        inputs.append((bits, demands, cands))
+    if len(inputs) == 1:
+        return inputs[0]
+    bits = max(b for b, _, _ in inputs)
+    merged, demands = [], dict(inputs[0][1])
+    for i, first in enumerate(inputs[0][2]):
+        alike = [cands[i] for _, _, cands in inputs]
+        pruned = next((c.pruned for c in alike if c.pruned), "")
+        per_unit = [
+            c.capacity_rps / d[c.role].share
+            for c, (_, d, _) in zip(alike, inputs, strict=True)
+            if d[c.role].share > 0
+        ]
+        if per_unit:
+            demands[first.role] = dataclasses.replace(demands[first.role], share=1.0)
+            first = dataclasses.replace(first, capacity_rps=min(per_unit))
+        merged.append(dataclasses.replace(first, pruned=pruned))
+    return bits, demands, merged
+
+
+def _size_for_policy(
+    scenario, arch, tiers, policy, milp, attempts, search, gated=True
+) -> tuple[list, tuple | None]:
+    """The MILP's plan for one policy, checked with the search's evaluator at the rate it
+    was sized for, and offered to the search as a seed; a plan that misses is sized again
+    at a lower utilisation cap. `gated`: a plan that could not beat the search's best is
+    not checked. Returns (candidates, (plan, form) or None)."""
+    cap = scenario.policy.utilization_cap_frac
+    for _ in range(MAX_RESIZES):
+        cands, usable, missing, form, status = milp(policy, cap)
         if missing:
-            reasons = sorted({c.pruned for c in cands if c.role in missing and c.pruned})
-            raise InfeasibleError(
-                f"no candidate can serve {', '.join(missing)}: "
-                f"{'; '.join(reasons) or 'no GPU offered for the role'}"
-            )
-        form, status = _optimise(sized, usable, demands, tiers, bits, time_limit_s)
+            attempts.append(Attempt(policy, cap, f"no usable candidate for {', '.join(missing)}"))
+            return cands, None
         if status != "Optimal":
             attempts.append(Attempt(policy, cap, f"MILP {status.lower()}"))
-            return None
+            return cands, None
         deployment = _deployment(arch, form, usable, tiers, policy)
         rate = float(form.rate.value() if hasattr(form.rate, "value") else form.rate)
-        setup = prepare(scenario, deployment, model, catalog_gpus, tiers, resolution)
-        if rate > 0 and meets_sla(setup, rate):
+        if gated and not search.could_win(deployment):
+            attempts.append(Attempt(policy, cap, "not checked: cannot beat a verified plan"))
+            return cands, None
+        if rate > 0 and search.meets(deployment, rate):
             attempts.append(Attempt(policy, cap, "verified"))
-            return deployment, setup, rate, cands, form
+            search.consider_seed(deployment)
+            return cands, (deployment, form)
         attempts.append(Attempt(policy, cap, "SLA missed at the sized rate: resized"))
         cap *= CAP_SHRINK
-    return None
+    return cands, None
 
 
-def _size(scenario, model, gpus, tiers, arch, policy, resolution, time_limit_s, attempts):
-    w = scenario.workload
-    classes = request_classes(w.input_tokens, w.output_tokens, w.prefix_hit_rate, resolution)
-    return _size_for_policy(
-        scenario, model, gpus, tiers, arch, policy, classes, time_limit_s, attempts, resolution
-    )
-
-
-def _score(scenario, metrics: Metrics) -> float:
+def _milp_estimate(scenario, arch, tiers, policy, milp) -> float:
+    """How good the MILP thinks its plan for `policy` is (higher is better)."""
+    _, usable, missing, form, status = milp(policy, scenario.policy.utilization_cap_frac)
+    if missing or status != "Optimal":
+        return -float("inf")
+    cost = float(form.cost.value() or 0.0)
+    rate = float(form.rate.value() if hasattr(form.rate, "value") else form.rate)
     kind = scenario.objective.kind
-    if kind == "min_cost":
-        return -metrics.cost_usd_per_hour
-    if kind == "max_goodput":
-        return metrics.goodput_rps
-    return metrics.bcr_rps_per_usd_hour
+    return -cost if kind == "min_cost" else rate / cost if kind == "max_bcr" and cost else rate
+
+
+def _milp_runner(scenario, model, gpus, tiers, arch, all_classes, time_limit_s):
+    """policy, cap -> (candidates, usable, roles without one, form, status); the handoff
+    mode changes nothing the MILP sees, so policies that differ only in it share one."""
+    memo = {}
+    offered = scenario.workload.arrival_rate_per_s
+
+    def milp(policy, cap):
+        key = (policy.rld_hit_threshold, policy.short_output_cutoff, cap)
+        if key not in memo:
+            sized = dataclasses.replace(
+                scenario, policy=dataclasses.replace(scenario.policy, utilization_cap_frac=cap)
+            )
+            bits, demands, cands = _milp_inputs(
+                sized, model, gpus, arch, policy, all_classes, offered, cap
+            )
+            usable = [c for c in cands if not c.pruned and c.capacity_rps > 0]
+            missing = [r for r in demands if not any(c.role == r for c in usable)]
+            form, status = None, ""
+            if not missing:
+                form, status = _optimise(sized, usable, demands, tiers, bits, time_limit_s)
+            memo[key] = (cands, usable, missing, form, status)
+        return memo[key]
+
+    return milp
 
 
 def solve(
@@ -243,66 +319,75 @@ def solve(
     start = time.perf_counter()
     if architecture not in ARCHITECTURE_ROLES:
         raise ValueError(f"unknown architecture {architecture!r}")
-    # search on a coarse grid of request classes; check and report the winner on the full one
+    policies = _policies(scenario, architecture)
+    search = sr.Search(
+        scenario, model, gpus, tiers, architecture, policies, tuple(resolution),
+        deadline=start + time_limit_s,
+    )  # fmt: skip
+    why = search.plans.no_candidate(search.spaces)
+    if why:
+        raise InfeasibleError(why)
+    # the MILP's capacities come from a coarse grid of request classes; its plans are
+    # checked on the search's grid and seed it (and give the LP dump and explain's MILP)
     coarse = tuple(min(a, b) for a, b in zip(SEARCH_RESOLUTION, resolution, strict=True))
+    w = scenario.workload
+    all_classes = [
+        request_classes(w.input_tokens, w.output_tokens, d, coarse) for d in search.dists
+    ]
+    milp = _milp_runner(scenario, model, gpus, tiers, architecture, all_classes, time_limit_s)
     attempts: list[Attempt] = []
-    best = None
-    all_candidates: list[cd.Candidate] = []
-    for policy in _policies(scenario, architecture):
-        found = _size(
-            scenario, model, gpus, tiers, architecture, policy, coarse, time_limit_s, attempts
+    forms, all_candidates = {}, []
+
+    def size(policy, gated=True):
+        nonlocal all_candidates
+        cands, found = _size_for_policy(
+            scenario, architecture, tiers, policy, milp, attempts, search, gated
         )
-        if found is None:
-            continue
-        deployment, setup, rate, cands, form = found
-        all_candidates = cands
-        metrics, _ = evaluate(setup, goodput_rel_tol=SCORE_REL_TOL)
-        if best is None or _score(scenario, metrics) > _score(scenario, best[1]):
-            best = (deployment, metrics, rate, form)
-    if best is not None:
-        deployment, _, rate, form = best
-        full = prepare(scenario, deployment, model, gpus, tiers, resolution)
-        if not meets_sla(full, rate):  # the coarse grid was kind: size again on the full one
-            found = _size(
-                scenario,
-                model,
-                gpus,
-                tiers,
-                architecture,
-                deployment.policy,
-                resolution,
-                time_limit_s,
-                attempts,
-            )
-            best = None if found is None else (found[0], None, found[2], found[4])
-            full = found[1] if found else None
-        if best is not None:
-            best = (best[0], evaluate(full)[0], best[2], best[3])
-    wall = time.perf_counter() - start
-    if best is None:
+        all_candidates = all_candidates or cands
+        if found is not None:
+            forms[policy] = found[1]
+
+    ranked = sorted(policies, key=lambda p: -_milp_estimate(scenario, architecture, tiers, p, milp))
+    for policy in ranked:
+        size(policy)
+    outcome = search.run()
+    winner = outcome.deployment
+    if winner is not None and winner.policy not in forms:
+        size(winner.policy, gated=False)  # its MILP, checked: the LP dump and explain
+    # pruned: what no policy's plan can use (the search's proofs, not the MILP's estimates)
+    everywhere = set.intersection(*(set(sp.pruned) for sp in search.spaces))
+    pruned = {k: v for k, v in search.spaces[0].pruned.items() if k in everywhere}
+    cands = [dataclasses.replace(c, pruned=pruned.get(c.key, "")) for c in all_candidates]
+    common = dict(
+        attempts=attempts, proven=outcome.proven, bound=outcome.bound,
+        evaluations=outcome.evaluations, pruned=pruned,
+    )  # fmt: skip
+    if outcome.deployment is None:
+        wall = time.perf_counter() - start
         return SolveResult(
-            "infeasible", architecture, None, None, 0.0, all_candidates, attempts, wall
+            "infeasible", architecture, None, None, 0.0, cands, wall_s=wall, **common
         )
-    deployment, metrics, rate, form = best
+    deployment = outcome.deployment
+    full = prepare(scenario, deployment, model, gpus, tiers, resolution)
+    metrics, _ = evaluate(full)
+    rate = outcome.rate_rps
+    if scenario.objective.kind != "min_cost":
+        # what the plan carries under every distribution, by evaluate's own bisection (the
+        # search's depends on the order it met the plans in)
+        carried = [metrics.goodput_rps] + [
+            goodput_rps(prepare(scenario, deployment, model, gpus, tiers, resolution, h))
+            for h in scenario.workload.hit_rate_alternatives.values()
+        ]
+        rate = min(search.goal.cap_rps, *carried)
+    form = forms.get(deployment.policy) or next(iter(forms.values()), None)
     return SolveResult(
-        "optimal",
+        "optimal" if outcome.proven else "feasible",  # feasible: stopped before the proof
         architecture,
         deployment,
         metrics,
         rate,
-        all_candidates,
-        attempts,
-        wall,
-        lp_text=_lp_text(form),
+        cands,
+        wall_s=time.perf_counter() - start,
+        lp_text=lp_text(form.problem) if form is not None else "",
+        **common,
     )
-
-
-def _lp_text(form) -> str:
-    import os
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "plan.lp")
-        form.problem.writeLP(path)
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()

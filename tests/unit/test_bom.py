@@ -48,6 +48,7 @@ def test_solve_out_folder_and_bom_match_the_plan(run_cli, tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == [
         "bom.csv",
         "plan.json",
+        "report.md",
         "run.json",
         "scenario.json",
     ]

@@ -83,6 +83,25 @@ def test_adding_a_gpu_type_never_costs_more(catalog, default):
     assert wide <= narrow + 1e-9
 
 
+def test_a_robust_plan_meets_the_sla_under_every_hit_rate_distribution(catalog):
+    """pdd-paper gives a `narrow` alternative to its skewed hit-rate mix: the plan meets
+    the SLA under both, and costs no less than the plan for the skewed mix alone."""
+    paper = load_scenario(resolve_scenario_path("pdd-paper"), catalog)
+    narrow = paper.workload.hit_rate_alternatives["narrow"]
+    plain = dataclasses.replace(
+        paper, workload=dataclasses.replace(paper.workload, hit_rate_alternatives={})
+    )
+    model = catalog.model(paper.model)
+    robust, alone = run(catalog, paper), run(catalog, plain)
+    assert robust.proven and alone.proven
+    for hits in (None, narrow):
+        setup = prepare(
+            paper, robust.deployment, model, catalog.gpus, catalog.lines, RESOLUTION, hits
+        )
+        assert meets_sla(setup, paper.workload.arrival_rate_per_s)
+    assert robust.metrics.cost_usd_per_hour >= alone.metrics.cost_usd_per_hour - 1e-9
+
+
 def test_infeasible_when_nothing_fits(catalog, default):
     tiny = dataclasses.replace(
         default,

@@ -1,0 +1,128 @@
+"""Wall time of `pdd-plan solve`: the default scenario as a fresh process, and solves with
+4, 8, 16 and 32 candidate GPU types across 3 datacenters.
+
+Targets (issue #4): the default under 2 s including start-up; 32 types under 20 s.
+Run: python benchmarks/solve.py [--repeats 5]  (prints figures; asserts nothing)
+
+The N-type scenarios are the default scenario (model, workload, SLA, objective, WAN) with
+its datacenters replaced by three: dc_a hosts prefill and relay decode, dc_b and dc_c host
+main decode. Type k (k = 0 .. N-1) is catalog GPU k mod 17 (catalog order) offered in
+datacenter k mod 3 at its catalog rental price x DC_PRICE_FACTOR of that datacenter. With
+32 types GPUs 0-14 are offered twice; since 17 mod 3 != 0 the second offer is in another
+datacenter, so every type is a distinct (GPU, datacenter, price). Each offer may have up
+to 512 GPUs, in the planner's instance shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.model.scenario import Datacenter, GpuOffer, Scenario
+from pdd_plan.plan.solve import solve
+
+TYPE_COUNTS = (4, 8, 16, 32)
+DATACENTERS = (
+    ("dc_a", ("prefill", "relay_decode")),
+    ("dc_b", ("main_decode",)),
+    ("dc_c", ("main_decode",)),
+)
+DC_PRICE_FACTOR = {"dc_a": 1.00, "dc_b": 0.90, "dc_c": 0.80}
+MAX_GPUS = 512
+
+
+def median_s(fn, repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
+
+
+def with_types(base: Scenario, catalog: Catalog, n: int) -> Scenario:
+    """The default scenario with n GPU types spread over three datacenters (module doc)."""
+    ids = list(catalog.gpus)
+    offers: dict[str, list[GpuOffer]] = {dc: [] for dc, _ in DATACENTERS}
+    for k in range(n):
+        gpu = catalog.gpus[ids[k % len(ids)]]
+        dc = DATACENTERS[k % len(DATACENTERS)][0]
+        price = round(gpu.rental_usd_per_gpu_hour * DC_PRICE_FACTOR[dc], 4)
+        offers[dc].append(GpuOffer(gpu.id, price, MAX_GPUS, ()))
+    dcs = tuple(Datacenter(dc, roles, tuple(offers[dc])) for dc, roles in DATACENTERS)
+    return dataclasses.replace(base, name=f"{n}-types", datacenters=dcs)
+
+
+def cli_default_s(repeats: int) -> float:
+    exe = Path(sys.executable).with_name("pdd-plan")
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "pdd_plan"]
+
+    def once():
+        subprocess.run([*command, "solve"], check=True, stdout=subprocess.DEVNULL)
+
+    return median_s(once, repeats)[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median)")
+    args = parser.parse_args()
+    catalog = Catalog()
+    base = load_scenario(resolve_scenario_path("default"), catalog)
+    model = catalog.model(base.model)
+
+    def run(s: Scenario):
+        return solve(s, model, catalog.gpus, catalog.lines, "pdd")
+
+    print(f"median of {args.repeats} runs; objective {base.objective.kind}, pdd")
+    print(f"{'case':34} {'wall s':>8} {'usable cand.':>12} {'status':>10} {'evals':>6} plan")
+    cli = cli_default_s(args.repeats)
+    print(f"{'default: `pdd-plan solve` process':34} {cli:8.2f}")
+    t, r = median_s(lambda: run(base), args.repeats)
+    print(f"{'default: solve() in process':34} {t:8.2f} {_row(r)}")
+    rows = []
+    for n in TYPE_COUNTS:
+        scenario = with_types(base, catalog, n)
+        t, r = median_s(lambda s=scenario: run(s), args.repeats)
+        rows.append((n, t, _usable(r)))
+        label = f"{n} GPU types, 3 datacenters"
+        print(f"{label:34} {t:8.2f} {_row(r)}")
+    print("growth (time ~ types^k between neighbours):")
+    for (n0, t0, c0), (n1, t1, c1) in zip(rows, rows[1:], strict=False):
+        k = math.log(t1 / t0) / math.log(n1 / n0)
+        print(
+            f"  {n0:>2} -> {n1:>2} types: x{t1 / t0:.2f} time, candidates {c0} -> {c1}, k = {k:.2f}"
+        )
+
+
+def _row(result) -> str:
+    """Usable candidates, status (with `?` when the search did not prove it), plans
+    evaluated, plan."""
+    status = result.status + ("" if getattr(result, "proven", True) else "?")
+    evals = getattr(result, "evaluations", 0)
+    return f"{_usable(result):12d} {status:>10} {evals:6d} {_plan(result)}"
+
+
+def _usable(result) -> int:
+    return sum(1 for c in result.candidates if not c.pruned and c.capacity_rps > 0)
+
+
+def _plan(result) -> str:
+    if result.deployment is None:
+        return "-"
+    return ", ".join(
+        f"{g.role} {g.count}x{g.gpus_per_instance} {g.gpu}@{g.datacenter}"
+        for g in result.deployment.instances
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""`pdd-plan explain [SCENARIO]`: why the best plan is what it is, and what relaxing each
+binding limit would be worth."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import typer
+
+from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.errors import InputError
+from pdd_plan.model.deployment import ARCHITECTURE_ROLES
+
+MAX_EXAMPLES = 3  # pruned candidates named per reason in the table
+
+
+def explain(
+    scenario: str = typer.Argument(None, help="a scenario file or shipped name (default: default)"),
+    architecture: str = typer.Option(
+        "pdd", "--architecture", help="pdd, cdc_pd, idc_pd or colocated"
+    ),
+    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+) -> None:
+    """Binding constraints, what relaxing each is worth, pruned candidates, binding role."""
+    from pdd_plan.api import explain_scenario
+
+    if architecture not in ARCHITECTURE_ROLES:
+        raise InputError.single(
+            "command line",
+            "--architecture",
+            repr(architecture),
+            f"one of {', '.join(ARCHITECTURE_ROLES)}",
+        )
+    result = explain_scenario(scenario, architecture, time_limit_s=time_limit)
+    if format is Format.json:
+        print_json(result)
+        return
+    print_explanation(result)
+
+
+def _amount(value, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "$/h":
+        return f"${value:,.2f}/h"
+    return f"{value:,.4g} {unit}"
+
+
+def _objective(value, metric: str) -> str:
+    if value is None:
+        return "-"
+    if metric == "cost_usd_per_hour":
+        return f"${value:,.2f}/h"
+    return f"{value:,.4g}"
+
+
+def print_explanation(result: dict) -> None:
+    obj = result["objective"]
+    console.print(
+        f"[bold]{result['scenario']}[/]: {result['architecture']} plan, objective "
+        f"{obj['kind']} ({obj['metric']} {_objective(obj['value'], obj['metric'])}); sized "
+        f"for {result['milp']['rate_rps']:.3g} req/s"
+    )
+    table(
+        f"Limits of the MILP at the plan (capacities at utilisation cap "
+        f"{result['milp']['utilization_cap_frac']:.2f})",
+        ["constraint", "family", "slack", "binds"],
+        [
+            [
+                c["constraint"],
+                c["family"],
+                _amount(c["slack"], c["unit"]),
+                "[bold]yes[/]" if c["binding"] else "no",
+            ]
+            for c in result["constraints"]
+        ],  # fmt: skip
+    )
+    rows = []
+    for r in result["relaxations"]:
+        after = r["after"] if r["status"] == "optimal" else None
+        change = "-" if r["change"] is None else f"{r['change']:+,.4g}"
+        rows.append(
+            [
+                r["relaxation"],
+                _objective(r["before"], r["metric"]),
+                _objective(after, r["metric"]) if after is not None else r["status"],
+                change,
+                "; ".join(r["plan_changes"]) or "no change",
+            ]
+        )
+    table(
+        f"What relaxing each binding limit is worth (re-solved; {obj['metric']})",
+        ["relaxation", "before", "after", "change", "plan changes"],
+        rows,
+    )
+    roles = result["roles"]
+    table(
+        f"Utilisation of the verified plan (binding: {roles['binding_role']})",
+        ["role", "utilisation"],
+        [[role, f"{u:.1%}"] for role, u in roles["utilization_frac"].items() if u is not None],
+    )
+    by_reason = defaultdict(list)
+    for c in result["pruned_candidates"]:
+        by_reason[c["reason"]].append(c["candidate"])
+    if by_reason:
+        table(
+            f"Pruned candidates ({len(result['pruned_candidates'])})",
+            ["reason", "candidates", "for example"],
+            [
+                [
+                    reason,
+                    len(keys),
+                    ", ".join(keys[:MAX_EXAMPLES]) + (", ..." if len(keys) > MAX_EXAMPLES else ""),
+                ]
+                for reason, keys in by_reason.items()
+            ],  # fmt: skip
+            caption="`--format json` lists every pruned candidate",
+        )

@@ -1,0 +1,331 @@
+"""Why a scenario has no plan: an elastic copy of the MILP.
+
+The MILP solve.py sizes (same candidates, demands and WAN bytes, from its own
+`_milp_inputs`) is copied with a penalised, non-negative slack on each constraint of four
+families: capacity per role, the line (capacity and count), GPU availability, budget.
+Minimising the penalty finds the least violation that would make the scenario feasible;
+the non-zero slacks name the limits that cannot be met and by how much. Covering the
+demand is penalised far above the limits, so a shortfall is blamed on a limit (GPUs,
+lines, money) before the demand itself. The figures are the MILP's sizing (linear
+capacities at the utilisation cap); the plans evaluate verifies may need a little less.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import pulp
+
+from pdd_plan.errors import InfeasibleError
+from pdd_plan.model.deployment import Deployment, RoutingPolicy
+from pdd_plan.model.scenario import Scenario
+from pdd_plan.model.workload import request_classes
+from pdd_plan.plan import solve as sv
+from pdd_plan.plan.formulate import Formulation, formulate
+from pdd_plan.units import GBIT_BITS
+
+# penalty per unit of relative violation (slack / the constraint's size): covering the
+# demand (role capacity, the line's capacity for the WAN bytes) over any limit
+COVER_PENALTY = 1e3
+LIMIT_PENALTY = 1.0
+SLACK_TOL = 1e-6  # relative: a smaller slack is zero
+# Attempt outcomes (solve.py: f"MILP {status.lower()}") whose MILP had no solution
+INFEASIBLE_OUTCOMES = ("MILP infeasible", "MILP undefined")
+
+
+@dataclass(frozen=True)
+class Family:
+    """What a named constraint of the MILP limits, to read its slack back."""
+
+    family: str  # capacity | line | availability | budget | structure
+    subject: str  # e.g. "h100_sxm in dc_a", "prefill capacity", "WAN lines"
+    unit: str  # of the slack
+    scale: float = 1.0  # slack (in the MILP's units) / scale = slack in `unit`
+    cover: bool = False  # covers the demand (>=), rather than a limit (<=)
+    where: tuple[str, ...] = ()  # (datacenter, gpu) of an availability; (datacenter,)
+
+
+def families(scenario: Scenario, demands) -> dict[str, Family]:
+    """Constraint name (as formulate.py writes it) -> its family."""
+    out = {
+        f"{role}_capacity_covers_its_demand": Family(
+            "capacity", f"{role} capacity", "req/s", cover=True
+        )
+        for role in demands
+    }
+    out["line_capacity_covers_the_wan_bytes"] = Family(
+        "line", "WAN line capacity", "Gbit/s", GBIT_BITS, cover=True
+    )
+    out["lines_within_the_allowed_count"] = Family("line", "WAN lines", "lines")
+    out["cost_within_the_budget"] = Family("budget", "cost", "$/h")
+    for dc in scenario.datacenters:
+        out[f"spending_in_{dc.id}_within_its_budget"] = Family(
+            "budget", f"spending in {dc.id}", "$/h", where=(dc.id,)
+        )
+        for offer in dc.gpus:
+            out[f"{offer.gpu}_in_{dc.id}_within_availability"] = Family(
+                "availability", f"{offer.gpu} in {dc.id}", "GPUs", where=(dc.id, offer.gpu)
+            )
+    return out
+
+
+def activity(constraint: pulp.LpConstraint) -> float:
+    """The left-hand side's value (variables only)."""
+    return sum(a * (v.value() or 0.0) for v, a in constraint.items())
+
+
+def rhs(constraint: pulp.LpConstraint) -> float:
+    return -constraint.constant
+
+
+def slack(constraint: pulp.LpConstraint) -> float:
+    """How far the constraint is from binding (>= 0 when met), in the MILP's units."""
+    gap = rhs(constraint) - activity(constraint)
+    return gap if constraint.sense == pulp.LpConstraintLE else -gap
+
+
+def magnitude(constraint: pulp.LpConstraint) -> float:
+    """A size to judge a slack against: the largest term or the right-hand side."""
+    terms = [abs(a * (v.value() or 0.0)) for v, a in constraint.items()]
+    return max([1.0, abs(rhs(constraint)), *terms])
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    constraint: str
+    family: Family
+    needs: float  # in the family's unit
+    limit: float
+
+    def line(self) -> str:
+        f = self.family
+        if f.family == "availability":
+            return f"{f.subject}: needs {self.needs:,.0f} GPUs, {self.limit:,.0f} available"
+        if f.subject == "WAN lines":
+            return f"WAN lines: needs {self.needs:,.0f}, {self.limit:,.0f} allowed (wan.max_lines)"
+        if f.family == "budget":
+            return f"{f.subject}: needs ${self.needs:,.2f}/h, budget ${self.limit:,.2f}/h"
+        return f"{f.subject}: needs {self.needs:,.4g} {f.unit}, {self.limit:,.4g} {f.unit} possible"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    policy: RoutingPolicy
+    utilization_cap_frac: float
+    penalty: float
+    shortfalls: tuple[Shortfall, ...]
+    verified: bool = False  # the needs are those of a plan evaluate verified
+
+    def message(self, architecture: str) -> str:
+        p = self.policy
+        what = "; ".join(s.line() for s in self.shortfalls)
+        how = (
+            "the cheapest plan once raised to the elastic MILP's figure"
+            if self.verified
+            else f"elastic MILP at utilisation cap {self.utilization_cap_frac:.2f}"
+        )
+        return (
+            f"no {architecture} plan fits the scenario's limits: {what} ({how}; threshold "
+            f"{p.rld_hit_threshold:g} {p.handoff})"
+        )
+
+
+def milp_inputs(scenario: Scenario, model, gpus: dict, arch: str, policy, cap: float, resolution):
+    """What solve.py's MILP is given for one policy and utilisation cap (its own
+    `_milp_inputs`, on its coarse grid of request classes, every hit-rate distribution):
+    the scenario at that cap, WAN bits per request, role demands, all and usable
+    candidates."""
+    sized = dataclasses.replace(
+        scenario, policy=dataclasses.replace(scenario.policy, utilization_cap_frac=cap)
+    )
+    w = scenario.workload
+    coarse = tuple(min(a, b) for a, b in zip(sv.SEARCH_RESOLUTION, resolution, strict=True))
+    all_classes = [
+        request_classes(w.input_tokens, w.output_tokens, d, coarse)
+        for d in (w.prefix_hit_rate, *w.hit_rate_alternatives.values())
+    ]
+    offered = w.arrival_rate_per_s
+    bits, demands, cands = sv._milp_inputs(
+        sized, model, gpus, arch, policy, all_classes, offered, cap
+    )
+    usable = [c for c in cands if not c.pruned and c.capacity_rps > 0]
+    return sized, bits, demands, cands, usable
+
+
+def elastic_copy(form: Formulation, fams: dict[str, Family]) -> tuple[pulp.LpProblem, dict]:
+    """The MILP with a penalised slack on every constraint of the four families."""
+    prob = pulp.LpProblem(f"{form.problem.name}_elastic", pulp.LpMinimize)
+    for v in form.lines.values():
+        v.upBound = None  # the count is a constraint of the line family, elastic below
+    slacks, penalty = {}, []
+    for c in form.problem.constraints():
+        lhs = pulp.LpAffineExpression(list(c.items()))
+        fam = fams.get(c.name)
+        if fam is None or c.sense == pulp.LpConstraintEQ:
+            prob += pulp.LpConstraint(lhs, c.sense, c.name, rhs(c))
+            continue
+        # the slack in the family's unit (Gbit/s, not bit/s) keeps coefficients in range
+        s = prob.add_variable(f"shortfall_of_{c.name}", 0)
+        slacks[c.name] = s
+        weight = COVER_PENALTY if fam.cover else LIMIT_PENALTY
+        penalty.append(weight / max(abs(rhs(c)) / fam.scale, 1.0) * s)
+        step = fam.scale * s
+        relaxed = lhs + step if c.sense == pulp.LpConstraintGE else lhs - step
+        prob += pulp.LpConstraint(relaxed, c.sense, c.name, rhs(c))
+    prob += pulp.lpSum(penalty)
+    return prob, slacks
+
+
+def diagnose(
+    scenario, model, gpus, tiers, arch, policy, cap, resolution, time_limit_s=30.0
+) -> Diagnosis | None:
+    """The elastic re-solve of one (policy, cap) at the demand the objective must serve."""
+    sized, bits, demands, _, usable = milp_inputs(
+        scenario, model, gpus, arch, policy, cap, resolution
+    )
+    if not usable:
+        return None
+    obj = scenario.objective
+    demand = obj.demand_rps or scenario.workload.arrival_rate_per_s
+    form = formulate(
+        sized,
+        usable,
+        demands,
+        tiers,
+        bits,
+        demand_rps=demand,
+        budget_usd_per_hour=obj.budget_usd_per_hour,
+        name="why_infeasible",
+    )
+    fams = families(scenario, demands)
+    prob, slacks = elastic_copy(form, fams)
+    prob.solve(pulp.HiGHS(msg=False, timeLimit=time_limit_s))
+    if pulp.LpStatus[prob.status] != "Optimal":
+        return None
+    original = {c.name: c for c in form.problem.constraints()}  # shares the variables
+    found = []
+    for name, s in slacks.items():
+        c = original[name]
+        if (s.value() or 0.0) <= SLACK_TOL * max(abs(rhs(c)) / fams[name].scale, 1.0):
+            continue
+        used = activity(c)  # at the elastic solution, without the slack
+        # a limit (<=): the plan needs `used` of it; a cover (>=): it needs the rhs
+        needs, limit = (used, rhs(c)) if c.sense == pulp.LpConstraintLE else (rhs(c), used)
+        fam = fams[name]
+        found.append(Shortfall(name, fam, needs / fam.scale, limit / fam.scale))
+    penalty = float(pulp.value(prob.objective) or 0.0)
+    return Diagnosis(policy, cap, penalty, tuple(found))
+
+
+def why_infeasible(
+    scenario: Scenario, model, gpus, tiers, arch: str, attempts, resolution, time_limit_s=30.0
+) -> Diagnosis | None:
+    """The least violation over every routing policy at the scenario's
+    utilisation cap and at each cap an attempt of solve found its MILP infeasible at; None
+    when the MILP fits every limit (the SLA, not a limit, is what fails)."""
+    cap = scenario.policy.utilization_cap_frac
+    cases = {(p, cap): None for p in sv._policies(scenario, arch)}
+    for a in attempts:
+        if a.outcome in INFEASIBLE_OUTCOMES:
+            cases[(a.policy, a.utilization_cap_frac)] = None
+    best = None
+    for policy, at in cases:
+        d = diagnose(scenario, model, gpus, tiers, arch, policy, at, resolution, time_limit_s)
+        if d is not None and d.shortfalls and (best is None or d.penalty < best.penalty):
+            best = d
+    return best
+
+
+def infeasible_message(
+    scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s=30.0
+) -> str:
+    """One line: the elastic re-solve's shortfall, or (when every MILP had a plan but each
+    missed the SLA) what was tried."""
+    found = why_infeasible(
+        scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s
+    )
+    if found:
+        run = (model, gpus, tiers, architecture, resolution, time_limit_s)
+        return verified_needs(scenario, found, run).message(architecture)
+    tried = "; ".join(
+        f"threshold {a.policy.rld_hit_threshold:g} {a.policy.handoff}: {a.outcome}"
+        for a in attempts
+    )
+    return (
+        f"no {architecture} plan within the scenario's limits meets the SLA "
+        f"({tried or 'the MILP fits every limit; evaluate finds the SLA missed'})"
+    )
+
+
+def verified_needs(scenario: Scenario, found: Diagnosis, run) -> Diagnosis:
+    """The elastic MILP's shortfall checked by a full solve: each violated limit raised to
+    what the MILP needs; when that solves, the needs are what the plan found uses (evaluate
+    may carry the load on fewer GPUs than the MILP's linear capacities). Unchanged when the
+    raised scenario still has no plan, or a cover (not a limit) fell short; a limit the
+    plan found keeps within is dropped."""
+    model, gpus, tiers, arch, resolution, time_limit_s = run
+    if any(s.family.cover for s in found.shortfalls):
+        return found
+    raised = scenario
+    for s in found.shortfalls:
+        raised = _with_limit(raised, s.family, s.needs)
+    try:
+        again = sv.solve(raised, model, gpus, tiers, arch, resolution, time_limit_s)
+    except InfeasibleError:
+        return found
+    if again.status != "optimal":
+        return found
+    plan, cost = again.deployment, again.metrics.cost_usd_per_hour
+    checked = [dataclasses.replace(s, needs=_usage(raised, s.family, plan, cost))
+               for s in found.shortfalls]  # fmt: skip
+    short = tuple(s for s in checked if s.needs > s.limit * (1 + 1e-9))
+    if not short:  # the plan fits the original limits: no verified figure to give
+        return found
+    return dataclasses.replace(found, shortfalls=short, verified=True)
+
+
+def _with_limit(scenario: Scenario, fam: Family, value: float) -> Scenario:
+    if fam.family == "availability":
+        dc_id, gpu = fam.where
+        index = next(i for i, o in enumerate(scenario.datacenter(dc_id).gpus) if o.gpu == gpu)
+        return with_offer(scenario, dc_id, index, math.ceil(value - 1e-9))
+    if fam.family == "line":
+        lines = math.ceil(value - 1e-9)
+        return dataclasses.replace(scenario, wan=dataclasses.replace(scenario.wan, max_lines=lines))
+    money = value * (1 + 1e-9)
+    if fam.where:
+        dcs = tuple(
+            dataclasses.replace(dc, budget_usd_per_hour=money) if dc.id == fam.where[0] else dc
+            for dc in scenario.datacenters
+        )
+        return dataclasses.replace(scenario, datacenters=dcs)
+    objective = dataclasses.replace(scenario.objective, budget_usd_per_hour=money)
+    return dataclasses.replace(scenario, objective=objective)
+
+
+def _usage(scenario: Scenario, fam: Family, plan: Deployment, cost: float) -> float:
+    """How much of a limit a plan uses."""
+    if fam.family == "availability":
+        dc_id, gpu = fam.where
+        return sum(g.gpus_per_instance * g.count for g in plan.instances
+                   if (g.datacenter, g.gpu) == (dc_id, gpu))  # fmt: skip
+    if fam.family == "line":
+        return sum(line.count for line in plan.lines)
+    if not fam.where:
+        return cost
+    offers = {o.gpu: o.price_usd_per_gpu_hour for o in scenario.datacenter(fam.where[0]).gpus}
+    return sum(offers[g.gpu] * g.gpus_per_instance * g.count for g in plan.instances
+               if g.datacenter == fam.where[0])  # fmt: skip
+
+
+def with_offer(scenario: Scenario, dc_id: str, index: int, max_gpus: int) -> Scenario:
+    dcs = []
+    for dc in scenario.datacenters:
+        if dc.id == dc_id:
+            gpus = list(dc.gpus)
+            gpus[index] = dataclasses.replace(gpus[index], max_gpus=max_gpus)
+            dc = dataclasses.replace(dc, gpus=tuple(gpus))
+        dcs.append(dc)
+    return dataclasses.replace(scenario, datacenters=tuple(dcs))

@@ -1,0 +1,374 @@
+"""The exact search behind `solve`: plans in order of cost, each checked with `evaluate`.
+
+A plan is a routing policy, one (datacenter, GPU, instance shape) and a count per role,
+and a number of lines of each tier (space.py lists what the scenario allows). The search
+walks every such plan in increasing cost, so the first plan that meets the SLA at the
+demand is the cheapest (min cost), and for ratios every plan that could still beat the
+best is checked before the walk stops (`Goal`). Three things keep the walk short, each a
+proof and not a guess:
+
+1. bounds.py: a candidate needs at least `min_count(rate)` instances (saturation, TTFT,
+   TPOT), n instances carry at most `max_rate(n)`, and the lines must out-carry the WAN
+   bytes, whatever the rest of the plan is; a plan whose ceiling (the least of these) is
+   below the rate it must carry is skipped unevaluated;
+2. monotonicity (the assumption stated in solve.py): more instances of the same type and
+   shape, or more line capacity, never break an SLA that held. So if a group (policy and
+   one candidate per role) fails at its "corner" (every role at the most instances, and
+   the most line capacity, that any of its plans cheaper than the limit could have), all
+   its plans fail; the same for the line options of one set of counts. Among line mixes,
+   one with no more capacity and no lower cost than another is dropped;
+3. the walk stops at the cost at which no plan can beat the best (`Goal.limit`).
+Seeds (the MILP's verified plans) only set the first limit; the result never depends on them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+
+from pdd_plan.model.deployment import Deployment, InstanceGroup
+from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, meets_sla, prepare
+from pdd_plan.model.workload import request_classes
+from pdd_plan.plan.space import MAX_COUNT, LineOption, Space, Spaces
+
+BCR_HEADROOM = 1.5  # max_bcr: goodput above this multiple of the offered rate earns nothing
+GOODPUT_HEADROOM = 10.0  # max_goodput: the same cap
+IMPROVE_REL_TOL = 1e-3  # a ratio or goodput must beat the best by this share to replace it
+GOODPUT_REL_TOL = 1e-3  # bisection precision of a winner's goodput
+MAX_EVALUATIONS = 20_000
+MAX_STEPS = 2_000_000  # heap pops
+RECHECK_REL = 0.02  # a corner that passed is tested again once the rate rose this much
+
+
+@dataclass
+class Outcome:
+    deployment: Deployment | None
+    cost_usd_per_hour: float
+    rate_rps: float  # the rate the plan is verified to carry
+    value: float  # the objective: -cost, capped BCR or capped goodput
+    proven: bool  # the walk finished: nothing unexplored can beat the plan
+    bound: float  # the best value any plan could have (== value when proven)
+    evaluations: int
+    steps: int
+    groups_cut: int  # groups ruled out whole (by a bound, or by their corner)
+
+
+@dataclass
+class Goal:
+    """What "better" means for the objective, and the cost beyond which nothing is."""
+
+    kind: str
+    floor_rps: float  # every plan must meet the SLA at this rate
+    cap_rps: float  # goodput above this earns nothing
+    budget: float | None
+    best: Deployment | None = None
+    cost: float = math.inf
+    value: float = -math.inf
+    rate: float = 0.0
+
+    @classmethod
+    def of(cls, scenario) -> Goal:
+        obj, offered = scenario.objective, scenario.workload.arrival_rate_per_s
+        budget = obj.budget_usd_per_hour
+        if obj.kind == "min_cost":
+            demand = obj.demand_rps or offered
+            return cls("min_cost", demand, demand, budget)
+        if obj.kind == "max_bcr":
+            return cls("max_bcr", offered, BCR_HEADROOM * offered, budget)
+        return cls("max_goodput", offered * 1e-3, GOODPUT_HEADROOM * offered, budget)
+
+    def limit(self) -> float:
+        """Plans costing this much or more cannot beat the best."""
+        most = math.inf if self.budget is None else self.budget * (1 + 1e-12)
+        if self.best is None:
+            return most
+        if self.kind == "min_cost":
+            return min(most, self.cost * (1 - 1e-12))
+        if self.kind == "max_bcr":
+            return min(most, self.cap_rps / (self.value * (1 + IMPROVE_REL_TOL)))
+        return -math.inf if self.value >= self.cap_rps else most
+
+    def threshold(self, cost: float) -> float:
+        """The rate a plan of this cost must meet the SLA at to beat the best."""
+        if self.best is None:
+            return self.floor_rps
+        if self.kind == "max_bcr":
+            return max(self.floor_rps, self.value * cost * (1 + IMPROVE_REL_TOL))
+        return max(self.floor_rps, self.value * (1 + IMPROVE_REL_TOL))
+
+    def take(self, deployment, cost, rate, value) -> None:
+        self.best, self.cost, self.rate, self.value = deployment, cost, rate, value
+
+
+@dataclass
+class _Entry:
+    setups: list | None = None
+    passes: float = 0.0  # highest rate known to meet the SLA
+    fails: float = math.inf  # lowest rate known to miss it
+
+
+@dataclass
+class Search:
+    scenario: object
+    model: object
+    gpus: dict
+    tiers: dict
+    arch: str
+    policies: list
+    resolution: tuple
+    deadline: float = math.inf
+    max_evaluations: int = MAX_EVALUATIONS
+    evaluations: int = 0
+    goal: Goal = field(init=False)
+    spaces: list[Space] = field(init=False)
+    _cache: dict = field(init=False, default_factory=dict)
+    # ruled out by monotonicity; stays true as the threshold rates only rise
+    _dead_groups: set = field(init=False, default_factory=set)
+    _dead_rows: set = field(init=False, default_factory=set)
+    _tried: dict = field(init=False, default_factory=dict)  # group or row -> corner's rate
+
+    def __post_init__(self):
+        s, w = self.scenario, self.scenario.workload
+        self.dists = (w.prefix_hit_rate, *w.hit_rate_alternatives.values())
+        classes = [
+            request_classes(w.input_tokens, w.output_tokens, d, self.resolution) for d in self.dists
+        ]
+        self.goal = Goal.of(s)
+        self.plans = Spaces(
+            s, self.model, self.gpus, self.tiers, self.arch, classes, self.goal.floor_rps
+        )
+        self.roles = self.plans.roles
+        self.spaces = [self.plans.space(p) for p in self.policies]
+        self.deployment = self.plans.deployment
+        self._allowed = self.plans.allowed
+
+    def meets(self, d: Deployment, rate: float) -> bool:
+        """Whether `d` meets the SLA at `rate` under every hit-rate distribution."""
+        key = (d.policy, d.instances, d.line_capacity_bits_per_s)
+        e = self._cache.setdefault(key, _Entry())
+        if rate <= e.passes:
+            return True
+        if rate >= e.fails:
+            return False
+        if e.setups is None:
+            e.setups = [
+                prepare(self.scenario, d, self.model, self.gpus, self.tiers, self.resolution, h)
+                for h in self.dists
+            ]
+        self.evaluations += 1
+        ok = all(meets_sla(setup, rate) for setup in e.setups)
+        if ok:
+            e.passes = rate
+        else:
+            e.fails = rate
+        return ok
+
+    def _goodput(self, d: Deployment, low: float, ceiling: float) -> float:
+        """The largest rate up to the goal's cap that `d` carries (it carries `low`; it
+        cannot carry `ceiling`)."""
+        high = self.goal.cap_rps
+        if ceiling < high:
+            high = ceiling  # known to fail: bisect below it
+        elif low >= high or self.meets(d, high):
+            return max(low, high)
+        known = self._cache[d.policy, d.instances, d.line_capacity_bits_per_s]
+        low, high = max(low, known.passes), min(high, known.fails)
+        while high - low > GOODPUT_REL_TOL * high:
+            mid = (low + high) / 2
+            low, high = (mid, high) if self.meets(d, mid) else (low, mid)
+        return low
+
+    def consider(self, d: Deployment, cost: float, ceiling: float = math.inf) -> None:
+        """Check `d` against the best so far; keep it if it beats it."""
+        g = self.goal
+        if cost >= g.limit():
+            return
+        rate = g.threshold(cost)
+        if not self.meets(d, rate):
+            return
+        if g.kind == "min_cost":
+            g.take(d, cost, rate, -cost)
+            return
+        served = self._goodput(d, rate, ceiling)
+        value = served / cost if g.kind == "max_bcr" else served
+        if value > g.value:
+            g.take(d, cost, served, value)
+
+    def could_win(self, d: Deployment) -> bool:
+        """Whether `d` costs less than the limit beyond which no plan beats the best."""
+        cost = deployment_cost_usd_per_hour(self.scenario, d, self.gpus, self.tiers)
+        return cost < self.goal.limit() and self._allowed(d.instances)
+
+    def consider_seed(self, d: Deployment) -> None:
+        cost = deployment_cost_usd_per_hour(self.scenario, d, self.gpus, self.tiers)
+        if self._allowed(d.instances):
+            self.consider(d, cost)
+
+    # ---- the walk --------------------------------------------------------------------
+    def run(self, max_evaluations: int | None = None) -> Outcome:
+        """Walk the plans in cost order until nothing left can beat the best, or until
+        `max_evaluations` evaluations in all (then `proven` is False; run again to go on:
+        what was evaluated or ruled out is kept)."""
+        budget = self.max_evaluations if max_evaluations is None else max_evaluations
+        heap: list = []
+        tie = itertools.count()
+        steps = cut = 0
+
+        def push(cost, *item):
+            if cost < self.goal.limit():
+                heapq.heappush(heap, (cost, next(tie), *item))
+
+        for si, sp in enumerate(self.spaces):
+            if all(sp.choices) and sp.lines:
+                zero = (0,) * len(self.roles)
+                push(self._group_cost(sp, zero), "group", si, zero, None)
+        stopped = None
+        while heap:
+            cost, _, kind, si, picks_at, where = heapq.heappop(heap)
+            if cost >= self.goal.limit():
+                break
+            steps += 1
+            if (
+                steps > MAX_STEPS
+                or self.evaluations >= budget
+                or time.perf_counter() > self.deadline
+            ):
+                stopped = cost
+                break
+            sp = self.spaces[si]
+            picks = tuple(sp.choices[r][i] for r, i in enumerate(picks_at))
+            if kind == "group":
+                for nxt in _successors(picks_at, tuple(len(c) for c in sp.choices)):
+                    push(self._group_cost(sp, nxt), "group", si, nxt, None)
+                key = (id(sp), picks)
+                rate = self.goal.threshold(cost)
+                if key not in self._dead_groups and self._group_alive(sp, picks, cost, rate):
+                    push(cost, "plan", si, picks_at, (0,) * (len(picks) + 1))
+                else:
+                    cut += 1
+                    self._dead_groups.add(key)
+                continue
+            spans = tuple(ch.max_count - ch.min_count + 1 for ch in picks) + (len(sp.lines),)
+            for nxt in _successors(where, spans):
+                push(self._plan_cost(sp, picks, nxt), "plan", si, picks_at, nxt)
+            counts = tuple(ch.min_count + k for ch, k in zip(picks, where, strict=False))
+            self._visit(sp, picks, counts, where[-1], cost)
+        g = self.goal
+        proven = stopped is None
+        if g.kind == "min_cost":
+            bound = g.value if proven else -stopped
+        elif g.kind == "max_bcr":
+            bound = g.value if proven else max(g.value, g.cap_rps / stopped)
+        else:
+            bound = g.value if proven else g.cap_rps
+        return Outcome(g.best, g.cost, g.rate, g.value, proven, bound, self.evaluations, steps, cut)
+
+    def _group_cost(self, sp: Space, at) -> float:
+        return self._least(sp, tuple(sp.choices[r][i] for r, i in enumerate(at)))
+
+    def _plan_cost(self, sp: Space, picks, where) -> float:
+        gpus = sum(
+            ch.price_usd_per_hour * (ch.min_count + k) for ch, k in zip(picks, where, strict=False)
+        )
+        return gpus + sp.lines[where[-1]].cost_usd_per_hour
+
+    def _ceiling(self, sp: Space, picks, counts, line: LineOption) -> float:
+        """The most any plan of these counts and line could carry (bounds.py): above it a
+        queue saturates or a limit is missed whatever the model's other terms are."""
+        most = line.max_rate_rps
+        for ch, n in zip(picks, counts, strict=True):
+            most = min(most, *(b.max_rate(n) for b in sp.bounds[ch]))
+        return most
+
+    def _top_line(self, sp: Space, spare: float) -> int:
+        """The line option with the most capacity within `spare` of the cheapest line."""
+        base = sp.lines[0].cost_usd_per_hour
+        return max(i for i, o in enumerate(sp.lines) if o.cost_usd_per_hour - base <= spare)
+
+    def _group_alive(self, sp: Space, picks, cost: float, rate: float, check=False) -> bool:
+        """False when no plan of the group (cheapest: `cost`) can meet the SLA at `rate`:
+        its cheapest plan breaks a limit of the scenario, or its corner (the most of every
+        role and line a plan under the limit could have) is above its ceiling, or (with
+        `check`: evaluated; monotonicity) misses the SLA."""
+        least = [
+            InstanceGroup(ch.role, ch.datacenter, ch.gpu, ch.gpus_per_instance, ch.min_count)
+            for ch in picks
+        ]
+        if not self._allowed(least):
+            return False
+        spare = self.goal.limit() - cost
+        if math.isfinite(spare):
+            counts = [
+                min(ch.max_count, ch.min_count + math.floor(spare / ch.price_usd_per_hour + 1e-9))
+                for ch in picks
+            ]
+        elif all(ch.max_count < MAX_COUNT for ch in picks):
+            counts, spare = [ch.max_count for ch in picks], math.inf
+        else:
+            return True
+        counts = self.plans.within_availability(picks, counts)
+        top = self._top_line(sp, spare)
+        if self._ceiling(sp, picks, counts, sp.lines[top]) <= rate:
+            return False
+        return not check or self.meets(self.deployment(sp, picks, counts, sp.lines[top]), rate)
+
+    def _visit(self, sp, picks, counts, line_at, cost) -> None:
+        lines = sp.lines
+        plan = self.deployment(sp, picks, counts, lines[line_at])
+        group, row = (id(sp), picks), (id(sp), picks, counts)
+        if group in self._dead_groups or row in self._dead_rows:
+            return
+        if not self._allowed(plan.instances):
+            return
+        rate = self.goal.threshold(cost)
+        spare = self.goal.limit() - cost + lines[line_at].cost_usd_per_hour
+        top = self._top_line(sp, spare - lines[0].cost_usd_per_hour)
+        if self._ceiling(sp, picks, counts, lines[top]) <= rate:
+            self._dead_rows.add(row)  # no line it can afford lifts the ceiling enough
+            return
+        ceiling = self._ceiling(sp, picks, counts, lines[line_at])
+        if ceiling <= rate:
+            return
+        # monotonicity, once a group or a row has needed an evaluation: if its corner
+        # misses, so does every plan of it (checked again when the threshold has risen by
+        # RECHECK_REL since the corner last passed)
+        if self._recheck(group, rate) and not self._group_alive(
+            sp, picks, self._least(sp, picks), rate, True
+        ):
+            self._dead_groups.add(group)
+            return
+        rich = self.deployment(sp, picks, counts, lines[top])
+        if top - line_at >= 2 and self._recheck(row, rate) and not self.meets(rich, rate):
+            self._dead_rows.add(row)
+            return
+        self.consider(plan, cost, ceiling)
+
+    def _recheck(self, key, rate: float) -> bool:
+        """Whether to test the corner of a group or row now: not at its first evaluation
+        (a corner that passes is an evaluation wasted), then when the rate has risen by
+        RECHECK_REL since its corner last passed."""
+        last = self._tried.get(key)  # None: nothing evaluated; 0: corner not tested yet
+        if last is None:
+            self._tried[key] = 0.0
+            return False
+        if last and rate < last * (1 + RECHECK_REL):
+            return False
+        self._tried[key] = rate
+        return True
+
+    def _least(self, sp: Space, picks) -> float:
+        return (
+            sum(ch.price_usd_per_hour * ch.min_count for ch in picks)
+            + sp.lines[0].cost_usd_per_hour
+        )
+
+
+def _successors(at: tuple[int, ...], limits: tuple[int, ...]):
+    """Each tuple of the box once: raise one coordinate at or after the last nonzero one."""
+    last = max((i for i, v in enumerate(at) if v), default=0)
+    for i in range(last, len(at)):
+        if at[i] + 1 < limits[i]:
+            yield at[:i] + (at[i] + 1,) + at[i + 1 :]

@@ -1,0 +1,258 @@
+"""The plans a scenario allows, as the exact search (search.py) walks them.
+
+Per routing policy: for each role, its candidates (datacenter, GPU, instance shape whose
+weights fit), each with its price, the fewest instances any plan meeting the SLA at the
+objective's least rate can have (bounds.py) and the most the availability allows; and
+the line mixes within wan.max_lines that could carry the WAN bytes, less those with no
+more capacity than a cheaper one (with monotonicity in the line capacity, never better).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from pdd_plan.model import routing as rt
+from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, InstanceGroup, LineLease
+from pdd_plan.model.network import WanLink
+from pdd_plan.model.roofline import Instance
+from pdd_plan.plan import bounds as bd
+from pdd_plan.plan.candidates import shapes
+from pdd_plan.plan.formulate import line_price_usd_per_hour
+
+MAX_COUNT = 10_000  # instances of one candidate where the scenario gives no availability
+CROSSING = ("pdd", "cdc_pd")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One candidate of a role: what an instance costs and how many a plan may have."""
+
+    role: str
+    datacenter: str
+    gpu: str
+    gpus_per_instance: int
+    price_usd_per_hour: float
+    min_count: int
+    max_count: int
+
+
+@dataclass(frozen=True)
+class LineOption:
+    counts: tuple[int, ...]  # lines per tier, in the order of scenario.wan.tiers
+    capacity_bits_per_s: float
+    cost_usd_per_hour: float
+    max_rate_rps: float  # the line saturates at this rate
+
+
+@dataclass
+class Space:
+    policy: object
+    choices: tuple[tuple[Choice, ...], ...]  # per role, by cost at the fewest instances
+    lines: tuple[LineOption, ...]  # by cost, capacity rising
+    pruned: dict[str, str]  # candidate -> why no plan can use it
+    bounds: dict = field(default_factory=dict)  # choice -> its RoleBound per distribution
+
+
+class Spaces:
+    """Builds the Space of each policy, sharing instances and bounds between policies."""
+
+    def __init__(self, scenario, model, gpus, tiers, arch, classes, floor_rps: float):
+        self.scenario, self.model, self.gpus, self.tiers = scenario, model, gpus, tiers
+        self.arch, self.classes, self.floor_rps = arch, classes, floor_rps
+        self.roles = ARCHITECTURE_ROLES[arch]
+        self._instances: dict = {}
+        self._bounds: dict = {}
+        self._max_gpus = {
+            (dc.id, o.gpu): o.max_gpus for dc in scenario.datacenters for o in dc.gpus
+        }
+
+    def _routes(self, policy, c):
+        s = self.scenario
+        cache = rt.md_cache_factor(
+            s.policy.decode_cache_capacity_tokens,
+            s.workload.arrival_rate_per_s,
+            c.mean(c.input_tokens),
+        )
+        return rt.route(
+            self.arch, c, policy, s.policy.short_output_cutoff, self.model, s.kv_dtype, cache
+        )
+
+    def _instance(self, gpu: str, n: int) -> Instance:
+        key = (gpu, n)
+        if key not in self._instances:
+            s = self.scenario
+            self._instances[key] = Instance(
+                self.model, self.gpus[gpu], n, s.kv_dtype, s.weight_dtype
+            )
+        return self._instances[key]
+
+    def _role_bound(self, role, inst, policy, dist: int, routes) -> bd.RoleBound:
+        """bounds.role_bound, once per candidate and distribution (and, for decode roles
+        whose bound reads the routes, per hit threshold)."""
+        key = (role, inst.gpu.id, inst.gpus, dist)
+        if role in ("main_decode", "decode"):
+            key += (policy.rld_hit_threshold, policy.short_output_cutoff)
+        if key not in self._bounds:
+            c = self.classes[dist]
+            self._bounds[key] = bd.role_bound(self.arch, role, inst, c, routes, self.scenario)
+        return self._bounds[key]
+
+    def per_gpu_hour(self, offer) -> float:
+        costs = self.scenario.costs
+        power = self.gpus[offer.gpu].tdp_w / 1e3 * costs.pue * costs.power_usd_per_kwh
+        return offer.price_usd_per_gpu_hour + (power if costs.include_power else 0.0)
+
+    def space(self, policy) -> Space:
+        s, rate = self.scenario, self.floor_rps
+        per_dist = [(c, self._routes(policy, c)) for c in self.classes]
+        choices, pruned, bounds = [], {}, {}
+        for role in self.roles:
+            mine = []
+            for dc, offer in ((d, o) for d in s.datacenters if role in d.roles for o in d.gpus):
+                gpu = self.gpus[offer.gpu]
+                for n in shapes(gpu.gpus_per_node, offer.gpus_per_instance):
+                    if offer.max_gpus is not None and n > offer.max_gpus:
+                        continue
+                    key = f"{role}_{dc.id}_{gpu.id}_x{n}"
+                    inst = self._instance(gpu.id, n)
+                    if not inst.fits():
+                        pruned[key] = "the weights do not fit in HBM"
+                        continue
+                    found = [
+                        self._role_bound(role, inst, policy, i, r)
+                        for i, (_, r) in enumerate(per_dist)
+                    ]
+                    need = [b.min_count(rate) for b in found]
+                    most = MAX_COUNT if offer.max_gpus is None else offer.max_gpus // n
+                    if None in need:
+                        pruned[key] = _hopeless(role)
+                    elif max(need) > most:
+                        pruned[key] = f"needs at least {max(need)} instances, {most} available"
+                    else:
+                        price = n * self.per_gpu_hour(offer)
+                        ch = Choice(role, dc.id, gpu.id, n, price, max(need), most)
+                        mine.append(ch)
+                        bounds[ch] = tuple(found)
+            choices.append(tuple(sorted(mine, key=lambda ch: ch.price_usd_per_hour * ch.min_count)))
+        lines = (LineOption((), 0.0, 0.0, math.inf),)
+        if self.arch in CROSSING:
+            bits = max(bd.wan_bits_per_request(self.arch, c, r) for c, r in per_dist)
+            lines = self._lines(bits, rate)
+        return Space(policy, tuple(choices), lines, pruned, bounds)
+
+    def _lines(self, bits_per_request: float, rate: float) -> tuple[LineOption, ...]:
+        """Every line mix within wan.max_lines that could carry the load, less those with
+        no more capacity than a cheaper (or equal) one."""
+        wan = self.scenario.wan
+        caps = [self.tiers[t].capacity_bits_per_s for t in wan.tiers]
+        prices = [line_price_usd_per_hour(self.scenario, self.tiers[t]) for t in wan.tiers]
+        frac = WanLink(1.0, 0.0, wan.per_connection_bits_per_s, wan.connection_pool_size)
+        layer = {tuple(0 for _ in caps): (0.0, 0.0)}
+        found = []
+        for _ in range(wan.max_lines):
+            grown = {}
+            for counts, (cap, cost) in layer.items():
+                for i in range(len(caps)):
+                    more = counts[:i] + (counts[i] + 1,) + counts[i + 1 :]
+                    grown[more] = (cap + caps[i], cost + prices[i])
+            layer = dict(_pareto(grown.items()))
+            found += layer.items()
+        # the line saturates at the rate where the bits reach its goodput
+        options = (
+            (
+                counts,
+                cap,
+                cost,
+                cap * frac.goodput_frac / bits_per_request if bits_per_request else math.inf,
+            )
+            for counts, (cap, cost) in sorted(_pareto(found), key=lambda kv: kv[1][1])
+        )
+        return tuple(LineOption(*o) for o in options if o[3] > rate * (1 - 1e-9))
+
+    def deployment(self, space: Space, picks, counts, line: LineOption) -> Deployment:
+        groups = tuple(
+            InstanceGroup(ch.role, ch.datacenter, ch.gpu, ch.gpus_per_instance, n)
+            for ch, n in zip(picks, counts, strict=True)
+        )
+        leases = (
+            tuple(
+                LineLease(t, self.tiers[t].capacity_bits_per_s, k)
+                for t, k in zip(self.scenario.wan.tiers, line.counts, strict=True)
+                if k
+            )
+            if line.counts
+            else ()
+        )
+        return Deployment(self.arch, groups, leases, space.policy)
+
+    def allowed(self, groups) -> bool:
+        """GPU availability per datacenter and type, and each datacenter's budget."""
+        used, spent = {}, {}
+        for g in groups:
+            used[g.datacenter, g.gpu] = used.get((g.datacenter, g.gpu), 0) + g.gpus
+        for dc in self.scenario.datacenters:
+            for offer in dc.gpus:
+                if offer.max_gpus is not None and used.get((dc.id, offer.gpu), 0) > offer.max_gpus:
+                    return False
+            if dc.budget_usd_per_hour is not None:
+                prices = {o.gpu: self.per_gpu_hour(o) for o in dc.gpus}
+                spent = sum(g.gpus * prices[g.gpu] for g in groups if g.datacenter == dc.id)
+                if spent > dc.budget_usd_per_hour * (1 + 1e-12):
+                    return False
+        return True
+
+    def no_candidate(self, spaces: list[Space]) -> str:
+        """Why no plan exists when, under every policy, some role has no candidate ("" if
+        every policy has a candidate for every role)."""
+        empty = [
+            (role, sp)
+            for sp in spaces
+            for role, choices in zip(self.roles, sp.choices, strict=True)
+            if not choices
+        ]
+        if not spaces or len({id(sp) for _, sp in empty}) < len(spaces):
+            return ""
+        roles = sorted({role for role, _ in empty})
+        reasons = sorted(
+            {
+                why
+                for role, sp in empty
+                for key, why in sp.pruned.items()
+                if key.startswith(role + "_")
+            }
+        )
+        why = "; ".join(reasons) or "no GPU offered for the role"
+        return f"no candidate can serve {', '.join(roles)}: {why}"
+
+    def within_availability(self, picks, counts) -> list[int]:
+        """Each role's count no higher than the GPUs of its type left by the others' least."""
+        out = []
+        for r, (ch, n) in enumerate(zip(picks, counts, strict=True)):
+            most = self._max_gpus[ch.datacenter, ch.gpu]
+            if most is not None:
+                others = sum(
+                    o.min_count * o.gpus_per_instance
+                    for q, o in enumerate(picks)
+                    if q != r and (o.datacenter, o.gpu) == (ch.datacenter, ch.gpu)
+                )
+                n = min(n, (most - others) // ch.gpus_per_instance)
+            out.append(max(n, ch.min_count))
+        return out
+
+
+def _pareto(items):
+    """(counts, (capacity, cost)) pairs not beaten by another of at least the capacity at
+    no more cost."""
+    out, cheapest = [], math.inf
+    for counts, (cap, cost) in sorted(items, key=lambda kv: (-kv[1][0], kv[1][1])):
+        if cost < cheapest:
+            out.append((counts, (cap, cost)))
+            cheapest = cost
+    return out
+
+
+def _hopeless(role: str) -> str:
+    if role in ("prefill", "colocated"):
+        return "cannot meet the SLA at any count (prefill time alone, or with a decode step)"
+    return "cannot meet the SLA at any count (no request fits, or a step misses the TPOT limit)"

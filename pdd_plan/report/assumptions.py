@@ -1,0 +1,138 @@
+"""The assumptions of the models and the optimiser, each with the direction it biases
+the results: the one list behind the README table "Assumptions and limits" and the
+sizing report. Change both together: tests/unit/test_report.py checks that they agree row
+for row."""
+
+from __future__ import annotations
+
+# (assumption, bias), in the README's order; Markdown inline code is kept as written.
+ASSUMPTIONS: tuple[tuple[str, str], ...] = (
+    (
+        (
+            "KV dtype applies to every attention cache; rope dims that engines keep in BF16 under"
+            " an FP8 cache are not counted"
+        ),
+        "KV bytes low by about 1-2 % under FP8",
+    ),
+    (
+        "DeepSeek-V4 indexer keys are FP4 (reproduces the published 23 GB; FP8 would give 26.1 GB)",
+        "if wrong, V4 KV low by 10 %",
+    ),
+    (
+        (
+            "DeepSeek-V4 CSA/HCA parameters (grouped low-rank output, compressor) are modelled "
+            "from the config's dims, not a reference implementation"
+        ),
+        "parameters within 2 % of the published 1.6T/49B",
+    ),
+    (
+        "MTP layers are excluded from parameters, weights and KV",
+        "weights low by about 1-2 % where engines load MTP for speculative decoding",
+    ),
+    (
+        (
+            "Linear-attention recurrent states are FP32 (conv states BF16) unless the config says"
+            " otherwise"
+        ),
+        "fixed state high by 2x if an engine keeps BF16 states",
+    ),
+    (
+        (
+            "Embeddings, LM head and norms stay BF16 when linears are quantised; fp4/mxfp4 "
+            "include one 8-bit scale per 32 values, int4 a 16-bit scale per 32"
+        ),
+        "weight bytes within about 1 % of checkpoints",
+    ),
+    (
+        "MiniMax-M1 lightning layers are counted with q, k, v, output-gate and output projections",
+        "active parameters 5.6 % above the published 45.9B",
+    ),
+    (
+        (
+            "Gated attention output gates (Qwen3-Next, Qwen3.5), attention biases and sinks are "
+            "left out of parameter counts"
+        ),
+        "parameters low by < 0.5 %",
+    ),
+    (
+        (
+            "GPU efficiency fractions measured on NVIDIA's TRT-LLM kernel tables are used for "
+            "other engines; chips without measurements borrow a sibling's value (marked assumed)"
+        ),
+        "throughput optimistic on less tuned engines",
+    ),
+    (
+        (
+            "Rental prices are neocloud on-demand list prices for 8-GPU nodes; prices missing "
+            "from public sources are assumed relative to a sourced sibling (marked)"
+        ),
+        "hyperscaler users pay 2-3x more: override per datacenter",
+    ),
+    (
+        "Line prices are European short-haul medians",
+        "long-haul routes cost up to 25x more: override per scenario",
+    ),
+    (
+        "Input length, output length and hit rate are independent",
+        "tails optimistic where long prompts also have low hits",
+    ),
+    (
+        "A prefill instance serves one request at a time (no batching of chunks across requests)",
+        "prefill throughput low for many small tail chunks, TTFT high under load",
+    ),
+    (
+        "Communication is added to compute, not overlapped (no micro-batch overlap)",
+        "step times high by up to the communication share",
+    ),
+    (
+        (
+            "Kernels reach the catalog's measured GEMM/attention efficiencies at every size above"
+            " the fitted per-kernel latencies"
+        ),
+        "throughput optimistic for odd shapes and small batches",
+    ),
+    (
+        "One GPU type and instance shape per role in a plan",
+        "mixed pools within a role cannot be evaluated yet",
+    ),
+    (
+        "The WAN is in steady state: the pool wait is G/G/K, the line M/G/R processor sharing",
+        (
+            "optimistic near capacity: measured runs above ~90 % of the line saturate the pool "
+            "(the published narrow mix); `evaluate` warns there"
+        ),
+    ),
+    (
+        (
+            "The decode-side cache keeps a prefix for 300 s of traffic (`CACHE_REUSE_INTERVAL_S`)"
+            " when its capacity is finite"
+        ),
+        "MD hit rate high if conversations return later than that",
+    ),
+    (
+        "Eager RLD tokens count the mean wait for a WAN connection, not its distribution",
+        "RLD share low when the pool queues",
+    ),
+    (
+        (
+            "The optimiser's capacities are linear per instance (a prefill instance carries cap /"
+            " E[prefill time]; a decode instance its TPOT-limited batch), then each plan is "
+            "verified with `evaluate`"
+        ),
+        "plans conservative by up to the utilisation cap (0.85 by default); never below the SLA",
+    ),
+    (
+        "`max_bcr` ranks plans that serve between 1x and 1.5x the offered demand",
+        "a plan that would win by serving far more traffic than asked is not considered",
+    ),
+    (
+        (
+            "Decode kernels reach the roofline (DeepSeek-V4's sparse attention, hyper-connections"
+            " and MTP are not modelled)"
+        ),
+        (
+            "decode optimistic for V4: the published deployment decodes several times fewer "
+            "tokens per GPU"
+        ),
+    ),
+)
