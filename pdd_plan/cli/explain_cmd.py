@@ -7,9 +7,7 @@ from collections import defaultdict
 
 import typer
 
-from pdd_plan.cli.output import Format, console, print_json, table
-from pdd_plan.errors import InputError
-from pdd_plan.model.deployment import ARCHITECTURE_ROLES
+from pdd_plan.cli.output import Format, check_architecture, console, print_json, table
 
 MAX_EXAMPLES = 3  # pruned candidates named per reason in the table
 
@@ -25,13 +23,7 @@ def explain(
     """Binding constraints, what relaxing each is worth, pruned candidates, binding role."""
     from pdd_plan.api import explain_scenario
 
-    if architecture not in ARCHITECTURE_ROLES:
-        raise InputError.single(
-            "command line",
-            "--architecture",
-            repr(architecture),
-            f"one of {', '.join(ARCHITECTURE_ROLES)}",
-        )
+    check_architecture(architecture)
     result = explain_scenario(scenario, architecture, time_limit_s=time_limit)
     if format is Format.json:
         print_json(result)

@@ -36,3 +36,17 @@ def table(title: str, columns: list[str], rows: list[list], caption: str = "") -
     for row in rows:
         t.add_row(*[fmt(v) for v in row])
     console.print(t)
+
+
+def check_architecture(architecture: str) -> None:
+    """`--architecture` must name one of the architectures the models know."""
+    from pdd_plan.errors import InputError
+    from pdd_plan.model.deployment import ARCHITECTURE_ROLES
+
+    if architecture not in ARCHITECTURE_ROLES:
+        raise InputError.single(
+            "command line",
+            "--architecture",
+            repr(architecture),
+            f"one of {', '.join(ARCHITECTURE_ROLES)}",
+        )

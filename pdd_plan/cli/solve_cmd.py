@@ -9,9 +9,8 @@ import typer
 
 from pdd_plan import __version__
 from pdd_plan.cli.evaluate_cmd import print_result
-from pdd_plan.cli.output import Format, console, print_json
-from pdd_plan.errors import InfeasibleError, InputError
-from pdd_plan.model.deployment import ARCHITECTURE_ROLES
+from pdd_plan.cli.output import Format, check_architecture, console, print_json
+from pdd_plan.errors import InfeasibleError
 from pdd_plan.plan.formulate import MIP_GAP_REL
 from pdd_plan.report.files import write_atomic
 
@@ -57,13 +56,7 @@ def solve(
     """Choose P, RLD and MD instances, GPU types, line tiers and routing policy."""
     from pdd_plan.api import sizing_report, solve_scenario
 
-    if architecture not in ARCHITECTURE_ROLES:
-        raise InputError.single(
-            "command line",
-            "--architecture",
-            repr(architecture),
-            f"one of {', '.join(ARCHITECTURE_ROLES)}",
-        )
+    check_architecture(architecture)
     result, files = solve_scenario(scenario, architecture, time_limit_s=time_limit)
     if result["status"] == "infeasible":  # the limit that cannot be met, by how much
         from pdd_plan.api import infeasibility_reason
