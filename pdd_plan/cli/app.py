@@ -21,6 +21,7 @@ from pdd_plan.cli import (
     model_cmd,
     scenario_cmd,
     solve_cmd,
+    trace_cmd,
 )
 from pdd_plan.errors import PddPlanError
 
@@ -34,6 +35,7 @@ app = typer.Typer(
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(model_cmd.app, name="model")
 app.add_typer(scenario_cmd.app, name="scenario")
+app.add_typer(trace_cmd.app, name="trace")
 app.command("estimate")(estimate_cmd.estimate)
 app.command("evaluate")(evaluate_cmd.evaluate)
 app.command("solve")(solve_cmd.solve)

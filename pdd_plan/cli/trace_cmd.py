@@ -1,0 +1,281 @@
+"""`pdd-plan trace analyze FILE`: prefix hit rates, arrivals and lengths of a request trace,
+as a summary and as a scenario `workload:` block."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import typer
+import yaml
+
+from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.errors import InputError
+from pdd_plan.report.files import write_atomic
+
+app = typer.Typer(help="Analyse request traces (Mooncake JSONL, Azure CSV).", no_args_is_help=True)
+
+_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9}
+_CAPACITY = re.compile(r"(\d+(?:\.\d+)?)([kmg]?)")
+
+
+def parse_capacity(text: str, option: str) -> int | None:
+    """`1000000`, `64k`, `2M`, or `unlimited`/`inf` (None)."""
+    word = text.strip().lower()
+    if word in ("unlimited", "inf", "none"):
+        return None
+    match = _CAPACITY.fullmatch(word)
+    if match is None:
+        raise InputError.single(
+            "command line",
+            option,
+            repr(text),
+            "a capacity like 1000000, 64k, 2M or unlimited (comma-separated for several)",
+        )
+    return int(float(match.group(1)) * _SUFFIX.get(match.group(2), 1))
+
+
+def _to_blocks(capacity: int | None, unit: str, block_tokens: int) -> int | None:
+    return capacity if capacity is None or unit == "blocks" else capacity // block_tokens
+
+
+def _write_bytes_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _check_options(unit: str, dist: str, block_tokens: int, plot: str | None, scenario_out, base):
+    checks = [
+        ("--cache-unit", unit, ("tokens", "blocks")),
+        ("--dist", dist, ("bins", "empirical")),
+    ]
+    for option, value, allowed in checks:
+        if value not in allowed:
+            raise InputError.single("command line", option, repr(value), " or ".join(allowed))
+    if block_tokens < 1:
+        raise InputError.single(
+            "command line", "--block-tokens", str(block_tokens), "an integer >= 1"
+        )
+    if plot and Path(plot).suffix.lower() not in (".svg", ".png"):
+        raise InputError.single(
+            "command line", "--plot", repr(plot), "a file name ending .svg or .png"
+        )
+    if base and not scenario_out:
+        raise InputError.single("command line", "--base", repr(base), "--base with --scenario-out")
+
+
+def _notes(analysis, workload: dict) -> list[str]:
+    from pdd_plan.trace import stats
+
+    notes = []
+    if not analysis.has_hashes:
+        notes.append(
+            "this trace has no prefix hashes: the prefix hit rate is unknown and the workload "
+            "block has no prefix_hit_rate (add one, or use --scenario-out to keep the base's)"
+        )
+    else:
+        tok = analysis.prefill.token_hit_frac(analysis.input_tokens)
+        req = float(analysis.prefill.hit_frac.mean())
+        notes.append(
+            f"a scenario takes hit rate and prompt length as independent, so its cached share "
+            f"of prompt tokens is the mean per-request hit {req:.3f}; the trace's is {tok:.3f}"
+        )
+    for key, values in (
+        ("input_tokens", analysis.input_tokens),
+        ("output_tokens", analysis.output_tokens),
+    ):
+        dist = workload[key]
+        if dist["kind"] == "bins":
+            bins = [stats.Bin(b["low"], b["high"], b["share"]) for b in dist["bins"]]
+            notes.append(
+                f"{key}: trace mean {values.mean():,.0f}, bins mean {stats.bins_mean(bins):,.0f} "
+                "(uniform inside each bin)"
+            )
+    if analysis.out_of_order:
+        notes.append(
+            f"{analysis.out_of_order} requests arrive before the one above them; "
+            "replayed in file order"
+        )
+    return notes
+
+
+def _result(analysis, workload: dict, notes: list[str]) -> dict:
+    from pdd_plan.trace import stats
+
+    inputs = analysis.input_tokens
+    a = analysis.arrivals
+    cache = None
+    if analysis.has_hashes:
+        cache = {
+            "block_tokens": analysis.block_tokens,
+            "prefill": analysis.prefill.describe(inputs),
+            "decode": analysis.decode.describe(inputs),
+            "unlimited": analysis.unlimited.describe(inputs),
+            "by_capacity": [r.describe(inputs) for r in analysis.by_capacity],
+        }
+    return {
+        "file": analysis.path,
+        "format": analysis.format,
+        "requests": a.requests,
+        "span_s": a.span_s,
+        "arrival_rate_per_s": a.rate_per_s,
+        "burstiness_cv2": a.cv2,
+        "input_tokens": stats.summary(inputs),
+        "output_tokens": stats.summary(analysis.output_tokens),
+        "prefix_cache": cache,
+        "workload": workload,
+        "notes": notes,
+    }
+
+
+def _print(result: dict) -> None:
+    console.print(
+        f"{result['file']} ({result['format']}): {result['requests']:,} requests "
+        f"over {result['span_s']:,.0f} s"
+    )
+    rows = [
+        ["arrival rate (req/s)", result["arrival_rate_per_s"]],
+        ["burstiness c² of inter-arrivals", result["burstiness_cv2"]],
+    ]
+    for key, name in (("input_tokens", "input tokens"), ("output_tokens", "output tokens")):
+        s = result[key]
+        rows.append(
+            [
+                f"{name} mean / P50 / P90 / P99 / max",
+                " / ".join(f"{s[k]:,.0f}" for k in ("mean", "p50", "p90", "p99", "max")),
+            ]
+        )
+    cache = result["prefix_cache"]
+    if cache is None:
+        rows.append(["prefix hit rate", "unknown (no prefix hashes in this trace)"])
+    else:
+        for side in ("prefill", "decode", "unlimited"):
+            c = cache[side]
+            cap = (
+                "unlimited" if c["capacity_tokens"] is None else f"{c['capacity_tokens']:,} tokens"
+            )
+            rows.append(
+                [
+                    f"{side} cache ({cap}): token hit / mean request hit",
+                    f"{c['token_hit_frac']:.3f} / {c['mean_request_hit_frac']:.3f}",
+                ]
+            )
+    table("Trace", ["quantity", "value"], rows)
+    if cache is not None and len(cache["by_capacity"]) > 1:
+        listed = {c["capacity_blocks"] for c in cache["by_capacity"]}
+        extra = [] if None in listed else [cache["unlimited"]]
+        table(
+            f"Prefix hit rate against LRU capacity ({cache['block_tokens']}-token blocks)",
+            [
+                "capacity (tokens)",
+                "blocks",
+                "token hit",
+                "mean request hit",
+                "P50",
+                "P90",
+                "zero-hit share",
+            ],
+            [
+                [
+                    "unlimited" if c["capacity_tokens"] is None else f"{c['capacity_tokens']:,}",
+                    "-" if c["capacity_blocks"] is None else f"{c['capacity_blocks']:,}",
+                    c["token_hit_frac"],
+                    c["mean_request_hit_frac"],
+                    c["p50_hit_frac"],
+                    c["p90_hit_frac"],
+                    c["zero_hit_share"],
+                ]
+                for c in cache["by_capacity"] + extra
+            ],
+        )
+    for note in result["notes"]:
+        console.print(f"note: {note}", highlight=False)
+
+
+@app.command("analyze")
+def analyze(
+    file: str = typer.Argument(..., help="a Mooncake JSONL or Azure CSV trace"),
+    format_in: str = typer.Option("auto", "--format-in", help="auto, mooncake or azure"),
+    block_tokens: int = typer.Option(512, "--block-tokens", help="tokens per hash_ids block"),
+    cache_capacity: str = typer.Option(
+        "unlimited",
+        "--cache-capacity",
+        help="prefill LRU capacity; a comma list sweeps it (the first feeds the workload)",
+    ),
+    cache_unit: str = typer.Option("tokens", "--cache-unit", help="tokens or blocks"),
+    decode_cache_capacity: str = typer.Option(
+        "unlimited", "--decode-cache-capacity", help="decode-side LRU capacity"
+    ),
+    dist: str = typer.Option("bins", "--dist", help="bins (quantile edges) or empirical"),
+    workload_out: str = typer.Option(
+        None, "--workload-out", help="write the workload: block as YAML"
+    ),
+    scenario_out: str = typer.Option(
+        None, "--scenario-out", help="write a whole scenario: --base with this workload"
+    ),
+    base: str = typer.Option(
+        None, "--base", help="base scenario for --scenario-out (default: default)"
+    ),
+    plot: str = typer.Option(None, "--plot", help="hit rate against capacity, .svg or .png"),
+    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+) -> None:
+    """Prefix hit rate (LRU replay), arrival rate, burstiness and lengths of a trace."""
+    from pdd_plan.trace.analyze import analyze as run_analysis
+    from pdd_plan.trace.workload_block import scenario_with_workload, workload_block, workload_yaml
+
+    _check_options(cache_unit, dist, block_tokens, plot, scenario_out, base)
+    capacities = tuple(
+        _to_blocks(parse_capacity(c, "--cache-capacity"), cache_unit, block_tokens)
+        for c in cache_capacity.split(",")
+    )
+    decode_raw = parse_capacity(decode_cache_capacity, "--decode-cache-capacity")
+    analysis = run_analysis(
+        file,
+        format_in=format_in,
+        block_tokens=block_tokens,
+        capacities_blocks=capacities,
+        decode_capacity_blocks=_to_blocks(decode_raw, cache_unit, block_tokens),
+    )
+    if plot and not analysis.has_hashes:
+        raise InputError.single(
+            file, "", "a trace without prefix hashes", "hash_ids to plot hit rate (--plot)"
+        )
+    block = workload_block(analysis, dist)
+    notes = _notes(analysis, block)
+    outputs = {}  # everything computed before the first file is written
+    if workload_out:
+        outputs[workload_out] = workload_yaml(analysis, block)
+    if scenario_out:
+        decode_tokens = None
+        if decode_raw is not None:
+            decode_tokens = decode_raw * (block_tokens if cache_unit == "blocks" else 1)
+        scenario, kept = scenario_with_workload(
+            base or "default", block, Path(file).stem, decode_tokens
+        )
+        notes += kept
+        outputs[scenario_out] = yaml.safe_dump(
+            scenario, sort_keys=False, default_flow_style=None, width=100
+        )
+    figure = None
+    if plot:
+        from pdd_plan.trace.plot import hit_vs_capacity_figure
+
+        figure = hit_vs_capacity_figure(analysis, Path(plot).suffix.lower())
+    for path, text in outputs.items():
+        write_atomic(path, text)
+    if figure is not None:
+        _write_bytes_atomic(Path(plot), figure)
+    result = _result(analysis, block, notes)
+    if format is Format.json:
+        print_json(result)
+    else:
+        _print(result)

@@ -1,0 +1,120 @@
+"""One pass over a trace: every prefix cache replayed side by side, lengths and arrivals kept
+as compact arrays (the hash ids of a request are dropped once it has been replayed)."""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pdd_plan.errors import InputError
+from pdd_plan.loaders.traces import read_trace
+from pdd_plan.trace import stats
+from pdd_plan.trace.lru import PrefixCache
+
+MOONCAKE_BLOCK_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class CacheResult:
+    """Prefix hits of every request against one LRU capacity (None = unlimited)."""
+
+    capacity_blocks: int | None
+    block_tokens: int
+    hit_frac: np.ndarray  # per request: cached prompt tokens / prompt tokens
+
+    @property
+    def capacity_tokens(self) -> int | None:
+        return None if self.capacity_blocks is None else self.capacity_blocks * self.block_tokens
+
+    def token_hit_frac(self, input_tokens: np.ndarray) -> float:
+        """Cached prompt tokens / all prompt tokens (token-weighted)."""
+        return float(np.dot(self.hit_frac, input_tokens) / input_tokens.sum())
+
+    def describe(self, input_tokens: np.ndarray) -> dict:
+        p50, p90 = np.percentile(self.hit_frac, [50, 90])
+        return {
+            "capacity_blocks": self.capacity_blocks,
+            "capacity_tokens": self.capacity_tokens,
+            "token_hit_frac": self.token_hit_frac(input_tokens),
+            "mean_request_hit_frac": float(self.hit_frac.mean()),
+            "p50_hit_frac": float(p50),
+            "p90_hit_frac": float(p90),
+            "zero_hit_share": float(np.mean(self.hit_frac == 0)),
+        }
+
+
+@dataclass(frozen=True)
+class TraceAnalysis:
+    path: str
+    format: str
+    block_tokens: int
+    arrivals: stats.Arrivals
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    has_hashes: bool
+    prefill: CacheResult | None  # None when the trace has no prefix hashes
+    decode: CacheResult | None
+    unlimited: CacheResult | None  # the ceiling any finite cache approaches
+    by_capacity: list[CacheResult] = field(default_factory=list)
+    out_of_order: int = 0  # requests earlier than the one before them (replayed in file order)
+
+
+def analyze(
+    path: Path | str,
+    *,
+    format_in: str = "auto",
+    block_tokens: int = MOONCAKE_BLOCK_TOKENS,
+    capacities_blocks: tuple[int | None, ...] = (None,),
+    decode_capacity_blocks: int | None = None,
+) -> TraceAnalysis:
+    """Replay the trace through one cache per distinct capacity, in file order.
+
+    `capacities_blocks[0]` is the prefill-side cache the workload uses; the rest form the
+    hit-rate-against-capacity sweep. The decode-side cache sees the same requests (in PDD
+    every request ends on a main-decode instance) with its own capacity.
+    """
+    fmt, requests = read_trace(path, format_in)
+    wanted = (*capacities_blocks, decode_capacity_blocks, None)
+    caches = {c: PrefixCache(c) for c in dict.fromkeys(wanted)}
+    hits = {c: array("d") for c in caches}
+    arrival_s, inputs, outputs = array("d"), array("q"), array("q")
+    has_hashes, out_of_order, last_s = True, 0, float("-inf")
+    for request in requests:
+        arrival_s.append(request.arrival_s)
+        inputs.append(request.input_tokens)
+        outputs.append(request.output_tokens)
+        out_of_order += request.arrival_s < last_s
+        last_s = request.arrival_s
+        if request.hash_ids is None:
+            has_hashes = False
+            continue
+        for capacity, cache in caches.items():
+            hit_tokens = min(cache.replay(request.hash_ids) * block_tokens, request.input_tokens)
+            hits[capacity].append(hit_tokens / request.input_tokens)
+    try:
+        arrival_stats = stats.arrivals(np.frombuffer(arrival_s, float))
+    except ValueError:
+        raise InputError.single(
+            str(path), "", f"{len(arrival_s)} request(s) over 0 s", "at least two arrival times"
+        ) from None
+    results = {
+        c: CacheResult(c, block_tokens, np.frombuffer(h, float)) if has_hashes else None
+        for c, h in hits.items()
+    }
+    return TraceAnalysis(
+        path=str(path),
+        format=fmt,
+        block_tokens=block_tokens,
+        arrivals=arrival_stats,
+        input_tokens=np.frombuffer(inputs, np.int64).astype(float),
+        output_tokens=np.frombuffer(outputs, np.int64).astype(float),
+        has_hashes=has_hashes,
+        prefill=results[capacities_blocks[0]],
+        decode=results[decode_capacity_blocks],
+        unlimited=results[None],
+        by_capacity=[results[c] for c in dict.fromkeys(capacities_blocks)] if has_hashes else [],
+        out_of_order=out_of_order,
+    )

@@ -1,0 +1,39 @@
+"""Hit rate against LRU capacity as an SVG or PNG (matplotlib, imported only when drawing)."""
+
+from __future__ import annotations
+
+import io
+
+from pdd_plan.trace.analyze import TraceAnalysis
+
+
+def hit_vs_capacity_figure(analysis: TraceAnalysis, suffix: str) -> bytes:
+    """The figure's bytes in the format named by `suffix` (`.svg` or `.png`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display, no GUI toolkit
+    import matplotlib.pyplot as plt
+
+    inputs = analysis.input_tokens
+    finite = sorted(
+        (r for r in analysis.by_capacity if r.capacity_blocks is not None),
+        key=lambda r: r.capacity_blocks,
+    )
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    if finite:
+        x = [max(r.capacity_tokens, 1) for r in finite]
+        ax.plot(x, [r.token_hit_frac(inputs) for r in finite], "o-", label="token-weighted")
+        ax.plot(x, [float(r.hit_frac.mean()) for r in finite], "s--", label="mean per request")
+        ax.set_xscale("log")
+    ceiling = analysis.unlimited.token_hit_frac(inputs)
+    ax.axhline(ceiling, color="grey", linestyle=":", label=f"unlimited cache ({ceiling:.3f})")
+    ax.set_xlabel("prefix-cache capacity (tokens)")
+    ax.set_ylabel("prefix hit rate")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"LRU prefix hit rate: {analysis.path.rsplit('/', 1)[-1]}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=suffix.lstrip("."), bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()

@@ -1,0 +1,96 @@
+"""Statistics of a trace: arrival rate, burstiness, distributions as scenario bins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# quantile probabilities of the bin edges: deciles, then a finer tail, where the mean of a
+# heavy-tailed length distribution lives
+EDGE_QUANTILES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
+POINT_MASS_SHARE = 0.02  # a single value holding this share of requests gets its own bin
+EMPIRICAL_STRATA = 32
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    requests: int
+    span_s: float
+    rate_per_s: float  # 1 / mean inter-arrival time = (requests - 1) / span
+    cv2: float  # squared coefficient of variation of inter-arrival times (1 = Poisson)
+
+
+def arrivals(arrival_s: np.ndarray) -> Arrivals:
+    """Rate and burstiness of the arrival times (sorted here; ties are zero gaps)."""
+    times = np.sort(np.asarray(arrival_s, float))
+    if len(times) < 2 or times[-1] <= times[0]:
+        raise ValueError("at least two distinct arrival times are needed")
+    gaps_s = np.diff(times)
+    mean_gap_s = float(gaps_s.mean())
+    return Arrivals(
+        requests=len(times),
+        span_s=float(times[-1] - times[0]),
+        rate_per_s=1.0 / mean_gap_s,
+        cv2=float(gaps_s.var() / mean_gap_s**2),
+    )
+
+
+@dataclass(frozen=True)
+class Bin:
+    low: float
+    high: float
+    share: float
+
+
+def _strata(values: np.ndarray) -> list[Bin]:
+    """Bins [edge_i, edge_i+1) between quantile edges, the last one closed; share = count."""
+    edges = np.unique(np.quantile(values, EDGE_QUANTILES, method="inverted_cdf"))
+    if len(edges) == 1:
+        return [Bin(float(edges[0]), float(edges[0]), float(len(values)))]
+    counts = np.histogram(values, bins=edges)[0]  # numpy closes the last bin too
+    return [
+        Bin(float(lo), float(hi), float(c))
+        for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)
+        if c > 0
+    ]
+
+
+def quantile_bins(values: np.ndarray) -> list[Bin]:
+    """A `bins` distribution of `values`: point masses for frequent single values (e.g. a
+    hit rate of exactly 0), quantile-edged bins for the rest; shares sum to 1."""
+    values = np.asarray(values, float)
+    unique, counts = np.unique(values, return_counts=True)
+    heavy = unique[counts >= POINT_MASS_SHARE * len(values)]
+    bins = [
+        Bin(float(v), float(v), float(c)) for v, c in zip(unique, counts, strict=True) if v in heavy
+    ]
+    rest = values[~np.isin(values, heavy)]
+    if len(rest):
+        bins += _strata(rest)
+    bins.sort(key=lambda b: (b.low, b.high))
+    return [Bin(b.low, b.high, b.share / len(values)) for b in bins]
+
+
+def bins_mean(bins: list[Bin]) -> float:
+    """The mean a scenario's `bins` gives (uniform inside each bin)."""
+    return float(sum((b.low + b.high) / 2 * b.share for b in bins))
+
+
+def empirical_strata(values: np.ndarray, strata: int = EMPIRICAL_STRATA) -> tuple[list, list]:
+    """Equal-count strata of the sorted values, each its mean: the mean is kept exactly."""
+    ordered = np.sort(np.asarray(values, float))
+    groups = [g for g in np.array_split(ordered, min(strata, len(ordered))) if len(g)]
+    return [float(g.mean()) for g in groups], [len(g) / len(ordered) for g in groups]
+
+
+def summary(values: np.ndarray) -> dict:
+    v = np.asarray(values, float)
+    p50, p90, p99 = np.percentile(v, [50, 90, 99])
+    return {
+        "mean": float(v.mean()),
+        "p50": float(p50),
+        "p90": float(p90),
+        "p99": float(p99),
+        "max": float(v.max()),
+    }

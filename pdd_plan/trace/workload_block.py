@@ -1,0 +1,105 @@
+"""A trace analysis -> a scenario `workload:` block, and a whole scenario built on a base."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from pdd_plan.loaders.scenario import MAX_TOKENS, resolve_scenario_path
+from pdd_plan.loaders.strict import load_yaml
+from pdd_plan.trace import stats
+from pdd_plan.trace.analyze import TraceAnalysis
+
+DIST_KINDS = ("bins", "empirical")
+
+
+def _distribution(values: np.ndarray, kind: str, low: float, high: float, integer: bool) -> dict:
+    """Values clipped into what the scenario loader accepts (lengths >= 1, hit in [0, 1])."""
+    values = np.clip(values, low, high)
+
+    def num(x: float):
+        return int(round(x)) if integer else round(float(x), 4)
+
+    if kind == "empirical":
+        points, weights = stats.empirical_strata(values)
+        return {
+            "kind": "empirical",
+            "values": [num(v) for v in points],
+            "weights": [round(w, 6) for w in weights],
+        }
+    return {
+        "kind": "bins",
+        "bins": [
+            {"low": num(b.low), "high": num(b.high), "share": round(b.share, 6)}
+            for b in stats.quantile_bins(values)
+        ],
+    }
+
+
+def workload_block(analysis: TraceAnalysis, kind: str = "bins") -> dict:
+    """The scenario `workload` mapping. Without prefix hashes it has no `prefix_hit_rate`:
+    the hit rate is unknown and is not made up."""
+    a = analysis.arrivals
+    block = {
+        "arrival_rate_per_s": round(a.rate_per_s, 6),
+        "burstiness_cv2": round(a.cv2, 4),
+        "input_tokens": _distribution(analysis.input_tokens, kind, 1, MAX_TOKENS, True),
+        "output_tokens": _distribution(analysis.output_tokens, kind, 1, MAX_TOKENS, True),
+    }
+    if analysis.prefill is not None:
+        block["prefix_hit_rate"] = _distribution(analysis.prefill.hit_frac, kind, 0.0, 1.0, False)
+    return block
+
+
+def workload_yaml(analysis: TraceAnalysis, block: dict) -> str:
+    """`workload:` with a comment saying where it came from; paste it into a scenario."""
+    a = analysis.arrivals
+    lines = [
+        f"# pdd-plan trace analyze {Path(analysis.path).name} ({analysis.format}): "
+        f"{a.requests:,} requests over {a.span_s:,.0f} s",
+    ]
+    if analysis.prefill is None:
+        lines.append(
+            "# prefix_hit_rate: UNKNOWN - this trace has no prefix hashes; add your own "
+            "distribution before using this block"
+        )
+    else:
+        cap = analysis.prefill.capacity_tokens
+        where = "an unlimited" if cap is None else f"a {cap:,}-token"
+        lines.append(
+            f"# prefix_hit_rate: LRU replay of {analysis.block_tokens}-token blocks, {where} cache"
+        )
+    dumped = yaml.safe_dump(
+        {"workload": block}, sort_keys=False, default_flow_style=None, width=100
+    )
+    return "\n".join(lines) + "\n" + dumped
+
+
+def scenario_with_workload(
+    base: str, block: dict, trace_name: str, decode_cache_capacity_tokens: int | None = None
+) -> tuple[dict, list[str]]:
+    """The base scenario (a file or shipped name) with its workload replaced; notes on what
+    was kept from the base."""
+    path = resolve_scenario_path(base)
+    data = load_yaml(path, "a pdd-plan scenario")
+    notes = []
+    if not isinstance(data, dict):
+        data = {}
+    old = data.get("workload") if isinstance(data.get("workload"), dict) else {}
+    workload = dict(block)
+    if "prefix_hit_rate" not in workload:  # unknown from the trace: the base's, said so
+        for key in ("prefix_hit_rate", "prefix_hit_rate_alternatives"):
+            if key in old:
+                workload[key] = old[key]
+        notes.append(f"prefix_hit_rate kept from the base scenario {path.name} (trace has none)")
+    data["workload"] = workload
+    data["name"] = f"{data.get('name', 'scenario')}-{trace_name}"
+    data["description"] = (
+        f"{path.name} with its workload from `pdd-plan trace analyze {trace_name}`"
+    )
+    if decode_cache_capacity_tokens is not None:
+        policy = data.get("policy") if isinstance(data.get("policy"), dict) else {}
+        data["policy"] = {**policy, "decode_cache_capacity_tokens": decode_cache_capacity_tokens}
+    return data, notes
