@@ -120,7 +120,7 @@ def _mooncake_row(path: Path, line: int, text: str) -> TraceRequest:
         raise _fail(path, line, "", describe(row), "one JSON object per line")
     for field in ("timestamp", "input_length", "output_length", "hash_ids"):
         if field not in row:
-            raise _fail(path, line, field, "nothing", f"a `{field}` field")
+            raise _fail(path, line, field, "nothing", f"the `{field}` field")
     stamp = row["timestamp"]
     if (
         isinstance(stamp, bool)
