@@ -30,7 +30,7 @@ def median_s(fn, repeats: int = REPEATS) -> float:
 def main() -> None:
     catalog = Catalog()
     scenario = load_scenario(resolve_scenario_path("pdd-paper"), catalog)
-    model = catalog.model(scenario.model)
+    model = catalog.model_for(scenario)
     print(
         f"{'plan':8} {'classes':>7} {'prepare ms':>10} {'evaluate ms':>11} {'goodput s':>9}"
         f" {'goodput req/s':>13}"

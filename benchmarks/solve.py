@@ -77,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
     catalog = Catalog()
     base = load_scenario(resolve_scenario_path("default"), catalog)
-    model = catalog.model(base.model)
+    model = catalog.model_for(base)
 
     def run(s: Scenario):
         return solve(s, model, catalog.gpus, catalog.lines, "pdd")

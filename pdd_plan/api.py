@@ -36,7 +36,7 @@ def evaluate_plan(
     catalog = catalog or Catalog()
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
     deployment = load_plan(plan, s, catalog)
-    setup = prepare(s, deployment, catalog.model(s.model), catalog.gpus, catalog.lines, resolution)
+    setup = prepare(s, deployment, catalog.model_for(s), catalog.gpus, catalog.lines, resolution)
     metrics, _ = evaluate(setup)
     return {
         "scenario": s.name,
@@ -73,7 +73,7 @@ def solve_loaded(
     catalog = catalog or Catalog()
     result = solve(
         s,
-        catalog.model(s.model),
+        catalog.model_for(s),
         catalog.gpus,
         catalog.lines,
         architecture,
@@ -103,7 +103,7 @@ def solve_loaded(
     out["role_arithmetic"] = None
     if result.deployment is not None:
         setup = prepare(
-            s, result.deployment, catalog.model(s.model), catalog.gpus, catalog.lines, resolution
+            s, result.deployment, catalog.model_for(s), catalog.gpus, catalog.lines, resolution
         )
         out["role_arithmetic"] = role_arithmetic(setup, s.workload.arrival_rate_per_s)
     prices = {
@@ -386,7 +386,7 @@ def explanation(
     except ImportError:
         return None
     return explain(
-        s, catalog.model(s.model), catalog.gpus, catalog.lines, architecture, resolution,
+        s, catalog.model_for(s), catalog.gpus, catalog.lines, architecture, resolution,
         time_limit_s,
     )  # fmt: skip
 
@@ -466,7 +466,7 @@ def explain_scenario(
 
     catalog = catalog or Catalog()
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
-    model = catalog.model(s.model)
+    model = catalog.model_for(s)
     return explain(s, model, catalog.gpus, catalog.lines, architecture, resolution, time_limit_s)
 
 
@@ -498,6 +498,6 @@ def infeasibility_reason(
         for a in solved["solver"]["policies_tried"]
     ]
     return infeasible_message(
-        s, catalog.model(s.model), catalog.gpus, catalog.lines, architecture, attempts,
+        s, catalog.model_for(s), catalog.gpus, catalog.lines, architecture, attempts,
         resolution, time_limit_s,
     )  # fmt: skip

@@ -7,6 +7,7 @@ top-level `hardware_catalog/` (source checkouts and editable installs).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from functools import cached_property
 from pathlib import Path
@@ -16,6 +17,7 @@ from pdd_plan.loaders.model_file import model_from_dict
 from pdd_plan.loaders.strict import ID_PATTERN, Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model.hardware import BASES, Gpu, LineTier, Sourced
 from pdd_plan.model.llm import ModelSpec
+from pdd_plan.model.scenario import Scenario
 from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -248,6 +250,14 @@ class Catalog:
         if spec.id != model_id:
             raise InputError.single(str(path), "id", repr(spec.id), f"the file's stem {model_id!r}")
         return spec
+
+    def model_for(self, scenario: Scenario) -> ModelSpec:
+        """The scenario's model, with what its `engine:` section says about the layout."""
+        spec = self.model(scenario.model)
+        resident = scenario.engine.decode_kv_bytes_per_token
+        if resident is None:
+            return spec
+        return dataclasses.replace(spec, resident_kv_bytes_per_token=resident, _cache={})
 
     def gpu(self, gpu_id: str) -> Gpu:
         if gpu_id not in self.gpus:

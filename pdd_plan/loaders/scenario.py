@@ -295,6 +295,20 @@ def _costs(node: Node) -> sc.Costs:
     )
 
 
+def _engine(node: Node) -> sc.Engine:
+    if node.is_missing:
+        return sc.Engine()
+    f = node.mapping(optional=("decode_kv_bytes_per_token", "decode_kv_source"))
+    if f is None:
+        return sc.Engine()
+    per_token = f["decode_kv_bytes_per_token"].number(
+        minimum=0, exclusive_minimum=True, maximum=1e9
+    )
+    if per_token is not None and f["decode_kv_source"].is_missing:
+        f["decode_kv_source"].fail("a source for decode_kv_bytes_per_token")
+    return sc.Engine(per_token, f["decode_kv_source"].string(default=""))
+
+
 def _architectures(
     node: Node, datacenters: list[sc.Datacenter], roles_known: bool = True
 ) -> tuple[str, ...]:
@@ -332,11 +346,12 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
             "objective",
             "policy",
             "costs",
+            "engine",
             "architectures",
         ),
     )
     problems.raise_if_any()
-    for section in ("wan", "objective", "policy", "costs", "architectures"):
+    for section in ("wan", "objective", "policy", "costs", "engine", "architectures"):
         if f[section].value is None:  # an optional section written empty: its defaults
             f[section] = Node.absent(f[section].path, problems)
     model = f["model"].reference(catalog.model_ids(), "model")
@@ -362,6 +377,7 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
         objective=_objective(f["objective"], workload.arrival_rate_per_s if workload else None),
         policy=_policy(f["policy"]),
         costs=_costs(f["costs"]),
+        engine=_engine(f["engine"]),
         architectures=_architectures(f["architectures"], datacenters, datacenters_ok),
         source_file=str(path),
     )

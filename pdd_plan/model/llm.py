@@ -81,6 +81,7 @@ class ModelSpec:
     indexer_dtype: str | None = None
     shipped_kv_bytes_per_token: float | None = None
     shipped_kv_source: str | None = None
+    resident_kv_bytes_per_token: float | None = None  # engine layout in HBM (scenario engine:)
     notes: str = ""
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -160,6 +161,13 @@ class ModelSpec:
         if self.shipped_kv_bytes_per_token is not None:
             return self.shipped_kv_bytes_per_token
         return self.kv_bytes_per_token(kv_dtype)
+
+    def resident_kv_bytes(self, tokens, kv_dtype: str = "bf16"):
+        """HBM one request of `tokens` holds on a decoding instance: the engine's layout
+        (bytes per token x tokens) where the scenario gives one, else `kv_bytes`."""
+        if self.resident_kv_bytes_per_token is None:
+            return self.kv_bytes(tokens, kv_dtype)
+        return self.resident_kv_bytes_per_token * np.asarray(tokens, float)
 
     def kv_breakdown(self, kv_dtype: str = "bf16") -> list[KvBreakdownRow]:
         """KV bytes by kind of layer term, for `model show`."""

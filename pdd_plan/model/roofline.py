@@ -209,7 +209,8 @@ class Instance:
         In "ep" each request's KV lives whole on one GPU: gpus x the requests one GPU holds.
         """
         capacity = self.kv_capacity_bytes()
-        per_request = float(self.model.kv_bytes(max(int(round(context_tokens)), 1), self.kv_dtype))
+        tokens = max(int(round(context_tokens)), 1)
+        per_request = float(self.model.resident_kv_bytes(tokens, self.kv_dtype))
         if self._ep():
             per_gpu = capacity / self.gpus
             return self.gpus * int(per_gpu // per_request) if capacity > 0 else 0

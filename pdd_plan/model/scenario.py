@@ -92,6 +92,19 @@ class Costs:
 
 
 @dataclass(frozen=True)
+class Engine:
+    """What the serving engine's own layout changes (None: computed from the model).
+
+    `decode_kv_bytes_per_token`: HBM a decoding instance holds per token of context. Engines
+    may keep far more than the architecture's compressed KV (paged or uncompressed layouts,
+    per-layer buffers); it sets how many requests fit beside the weights.
+    """
+
+    decode_kv_bytes_per_token: float | None = None
+    decode_kv_source: str = ""
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str
@@ -105,6 +118,7 @@ class Scenario:
     objective: Objective
     policy: Policy
     costs: Costs
+    engine: Engine = field(default_factory=Engine)
     architectures: tuple[str, ...] = ARCHITECTURES
     source_file: str = ""
 

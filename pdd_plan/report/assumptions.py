@@ -135,4 +135,11 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
             "tokens per GPU"
         ),
     ),
+    (
+        (
+            "A scenario's `engine.decode_kv_bytes_per_token` sets the HBM a decoding request "
+            "holds, not the bytes a decode step reads (the architecture's sparse reads stay)"
+        ),
+        "TPOT optimistic if the engine reads its larger layout each step",
+    ),
 )

@@ -158,6 +158,11 @@ def _scenario(s: Scenario, data: dict) -> list[str]:
     rows = [
         ["model", f"{sm['model']}, KV cache {sm['kv_dtype']}"],
         ["KV bytes per token", f"{sm['kv_bytes_per_token']:,.0f} B (long-context limit)"],
+        *(
+            [["decode-side KV in HBM", f"{sm['decode_kv_bytes_per_token']:,.0f} B per token "
+                                       f"of context ({sm['decode_kv_source']})"]]
+            if sm["decode_kv_bytes_per_token"] else []
+        ),
         ["demand", f"{_rps(sm['arrival_rate_per_s'])} offered, burstiness (cv²) "
                    f"{_num(sm['burstiness_cv2'])}"],
         ["input length", f"mean {_tokens(sm['mean_input_tokens'])} tokens "

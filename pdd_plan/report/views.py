@@ -118,13 +118,15 @@ def catalog_listing(catalog: Catalog) -> dict:
 
 def scenario_summary(s: Scenario, catalog: Catalog) -> dict:
     w = s.workload
-    model = catalog.model(s.model)
+    model = catalog.model_for(s)
     return {
         "name": s.name,
         "file": s.source_file,
         "model": s.model,
         "kv_dtype": s.kv_dtype,
         "kv_bytes_per_token": model.kv_bytes_per_token(s.kv_dtype),
+        "decode_kv_bytes_per_token": s.engine.decode_kv_bytes_per_token,
+        "decode_kv_source": s.engine.decode_kv_source,
         "arrival_rate_per_s": w.arrival_rate_per_s,
         "burstiness_cv2": w.burstiness_cv2,
         "mean_input_tokens": w.input_tokens.mean(),

@@ -350,6 +350,16 @@ CLI_CASES = [
         ("no_such_scenario.yaml: found no such file",),
     ),
     Case("directory_as_file", a_directory, ("scenario.yaml: found a directory",)),
+    Case(
+        "engine_layout_without_source",
+        mutated(set_key("engine", {"decode_kv_bytes_per_token": 46490})),
+        (": engine.decode_kv_source: found nothing", "expected a source"),
+    ),
+    Case(
+        "engine_layout_negative",
+        mutated(set_key("engine", {"decode_kv_bytes_per_token": -1, "decode_kv_source": "x"})),
+        (": engine.decode_kv_bytes_per_token: found -1;",),
+    ),
 ]
 
 # the same checks, through `load_scenario` (no process start)

@@ -115,7 +115,7 @@ def random_scenario(seed: int, objective: str) -> tuple[sc.Scenario, str]:
 def every_plan(s: sc.Scenario, arch: str):
     """Every plan within the scenario's limits (module doc)."""
     cat = catalog()
-    model = cat.model(s.model)
+    model = cat.model_for(s)
     options = []
     for role in ARCHITECTURE_ROLES[arch]:
         mine = []
@@ -156,7 +156,7 @@ def every_plan(s: sc.Scenario, arch: str):
 
 def meets(s: sc.Scenario, d: Deployment, rate: float) -> bool:
     cat = catalog()
-    model = cat.model(s.model)
+    model = cat.model_for(s)
     dists = (s.workload.prefix_hit_rate, *s.workload.hit_rate_alternatives.values())
     return all(
         meets_sla(prepare(s, d, model, cat.gpus, cat.lines, RESOLUTION, h), rate) for h in dists
@@ -166,7 +166,7 @@ def meets(s: sc.Scenario, d: Deployment, rate: float) -> bool:
 def capped_goodput(s: sc.Scenario, d: Deployment) -> float:
     """The plan's goodput (the least over the hit-rate distributions), up to the cap."""
     cat = catalog()
-    model = cat.model(s.model)
+    model = cat.model_for(s)
     cap = BCR_HEADROOM * s.workload.arrival_rate_per_s
     dists = (s.workload.prefix_hit_rate, *s.workload.hit_rate_alternatives.values())
     setups = [prepare(s, d, model, cat.gpus, cat.lines, RESOLUTION, h) for h in dists]
@@ -184,7 +184,7 @@ def by_cost(s: sc.Scenario, arch: str) -> list[tuple[float, Deployment]]:
 def run_solve(s: sc.Scenario, arch: str):
     cat = catalog()
     try:
-        result = sv.solve(s, cat.model(s.model), cat.gpus, cat.lines, arch, RESOLUTION, 60.0)
+        result = sv.solve(s, cat.model_for(s), cat.gpus, cat.lines, arch, RESOLUTION, 60.0)
     except InfeasibleError:
         return None
     return result if result.status == "optimal" else None

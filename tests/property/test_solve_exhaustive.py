@@ -100,7 +100,7 @@ def test_no_plan_has_a_higher_bcr_than_solves(seed):
 def search_alone(s: sc.Scenario, arch: str, seed_plan: Deployment | None):
     cat = catalog()
     search = Search(
-        s, cat.model(s.model), cat.gpus, cat.lines, arch, sv._policies(s, arch), RESOLUTION
+        s, cat.model_for(s), cat.gpus, cat.lines, arch, sv._policies(s, arch), RESOLUTION
     )
     if seed_plan is not None:
         search.consider_seed(seed_plan)

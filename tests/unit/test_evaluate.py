@@ -20,7 +20,7 @@ def paper(catalog):
 
 def setup_for(catalog, scenario, arch, resolution=(1, 12, 24)):
     plan = load_plan(_plan_path(arch), scenario, catalog)
-    model = catalog.model(scenario.model)
+    model = catalog.model_for(scenario)
     return prepare(scenario, plan, model, catalog.gpus, catalog.lines, resolution)
 
 

@@ -54,7 +54,7 @@ def scenarios(paths, catalog):
 
 
 def run(catalog, scenario):
-    model = catalog.model(scenario.model)
+    model = catalog.model_for(scenario)
     return explain(scenario, model, catalog.gpus, catalog.lines, "pdd", RESOLUTION, 10.0)
 
 
@@ -140,7 +140,7 @@ def shortfall_by_hand(catalog, scenario):
     """GPUs of dc_a's H200 that prefill and relay decode need at 40 req/s by the MILP's
     capacities: each role ceil(its requests/s / one 8-GPU instance's capacity at the
     utilisation cap) instances of 8 GPUs."""
-    model = catalog.model(scenario.model)
+    model = catalog.model_for(scenario)
     policy = sv._policies(scenario, "pdd")[0]
     cap = scenario.policy.utilization_cap_frac
     _, _, demands, _, usable = el.milp_inputs(
@@ -156,7 +156,7 @@ def shortfall_by_hand(catalog, scenario):
 
 def test_the_elastic_resolve_names_the_limit_and_the_shortfall(catalog, scenarios):
     scenario = scenarios["short"]
-    model = catalog.model(scenario.model)
+    model = catalog.model_for(scenario)
     found = el.why_infeasible(scenario, model, catalog.gpus, catalog.lines, "pdd", [], RESOLUTION)
     (short,) = found.shortfalls
     assert short.constraint == "h200_sxm_in_dc_a_within_availability"

@@ -21,7 +21,7 @@ def default(catalog):
 
 
 def run(catalog, scenario, arch="pdd"):
-    model = catalog.model(scenario.model)
+    model = catalog.model_for(scenario)
     return solve(scenario, model, catalog.gpus, catalog.lines, arch, RESOLUTION, 10.0)
 
 
@@ -33,7 +33,7 @@ def test_solved_plan_meets_the_sla_by_an_independent_evaluate(catalog, default):
     result = run(catalog, min_cost(default, 20.0), "cdc_pd")
     assert result.status == "optimal"
     setup = prepare(
-        default, result.deployment, catalog.model(default.model), catalog.gpus, catalog.lines
+        default, result.deployment, catalog.model_for(default), catalog.gpus, catalog.lines
     )  # the default resolution, not the solver's
     assert meets_sla(setup, 20.0)
 
@@ -91,7 +91,7 @@ def test_a_robust_plan_meets_the_sla_under_every_hit_rate_distribution(catalog):
     plain = dataclasses.replace(
         paper, workload=dataclasses.replace(paper.workload, hit_rate_alternatives={})
     )
-    model = catalog.model(paper.model)
+    model = catalog.model_for(paper)
     robust, alone = run(catalog, paper), run(catalog, plain)
     assert robust.proven and alone.proven
     for hits in (None, narrow):
