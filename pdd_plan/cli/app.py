@@ -20,6 +20,7 @@ from pdd_plan.cli import (
     explain_cmd,
     model_cmd,
     scenario_cmd,
+    simulate_cmd,
     solve_cmd,
     trace_cmd,
 )
@@ -41,6 +42,7 @@ app.command("evaluate")(evaluate_cmd.evaluate)
 app.command("solve")(solve_cmd.solve)
 app.command("compare")(compare_cmd.compare)
 app.command("explain")(explain_cmd.explain)
+app.command("simulate")(simulate_cmd.simulate)
 
 
 @app.command()

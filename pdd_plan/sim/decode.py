@@ -1,0 +1,266 @@
+"""The decode side: continuous batching on the local pool (RLD, IDC-PD's decode or the
+colocated instances) and on main decode (MD), and the extend-decode handoff between them.
+
+Events, in wall-time order:
+- ARRIVE(stage, request, handed tokens, mode): the request's KV is on the stage's pool; it
+  joins the least-loaded instance at its next step boundary, or waits FIFO when every
+  instance holds `cap` requests (the batch HBM and the TPOT target allow).
+- HANDOFF(request): MD holds the KV of a relayed request (its WAN transfer is complete).
+  One-shot: RLD stops at its next boundary and MD absorbs the e tokens RLD emitted in one
+  extend-decode step that also emits the next token. Catch-up: MD extend-decodes the e
+  tokens it is handed while RLD keeps going; RLD stops at its first boundary after MD's
+  extend step, and MD's next ordinary step absorbs those few and emits the next token.
+  Token ids are taken to reach MD as RLD emits them (1.5 KB per 100 tokens: no cost).
+- BOUNDARY(instance): the instance's batch changes at a step boundary (leaves, joins).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pdd_plan.sim.decode_instance import DecodeInstance
+from pdd_plan.sim.steps import DecodeSteps
+
+ARRIVE, HANDOFF, BOUNDARY = 0, 1, 2
+LOCAL_STAGE, MAIN_STAGE = 0, 1
+
+
+@dataclass
+class Pool:
+    steps: DecodeSteps
+    instances: list[DecodeInstance]
+    cap: int
+    queue: deque = field(default_factory=deque)
+    loads: list = None  # requests running or joining, per instance (for dispatch)
+
+    def __post_init__(self):
+        self.loads = [0] * len(self.instances)
+
+    def sync(self, inst: DecodeInstance) -> None:
+        self.loads[inst.slot] = inst.batch + len(inst.pending)
+
+
+@dataclass
+class StageRecord:
+    """Per request, on one stage: instance, join / first-token / leave step, tokens."""
+
+    n: int
+    instance: np.ndarray = None
+    join: np.ndarray = None
+    first: np.ndarray = None
+    leave: np.ndarray = None
+    tokens: np.ndarray = None
+
+    def __post_init__(self):
+        self.instance = np.full(self.n, -1, dtype=np.int64)
+        self.join, self.first, self.leave = (np.full(self.n, -1, dtype=np.int64) for _ in "abc")
+        self.tokens = np.zeros(self.n, dtype=np.int64)
+
+
+class DecodeEngine:
+    """Runs every decode event; `pools[stage]` is a list of pools (one per colocated
+    instance, else one) and `local_pool_of[request]` picks the local one."""
+
+    def __init__(self, local_pools: list[Pool], main_pool: Pool | None, inputs, outputs, mode):
+        self.pools = {LOCAL_STAGE: local_pools, MAIN_STAGE: [main_pool] if main_pool else []}
+        self.inputs, self.outputs = inputs.tolist(), [int(o) for o in outputs]
+        self.catch_up = mode == "catch_up"
+        n = len(inputs)
+        self.rec = {LOCAL_STAGE: StageRecord(n), MAIN_STAGE: StageRecord(n)}
+        self.leave_of = {LOCAL_STAGE: {}, MAIN_STAGE: {}}  # live leave step per request
+        self.where: dict[int, tuple] = {}  # local-stage state: ("queued"|"pending"|"run", ...)
+        self.events: list = []
+        self.seq = 0
+        self._ctx_offset = {LOCAL_STAGE: {}, MAIN_STAGE: {}}  # context at join - join step
+
+    # ---- scheduling --------------------------------------------------------------------
+    def push(self, t: float, kind: int, payload) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, kind, payload))
+
+    def _wall(self, inst: DecodeInstance, v: float) -> float:
+        return v if inst.clock is None else inst.clock.to_wall(v)
+
+    def _own(self, inst: DecodeInstance, t: float) -> float:
+        return t if inst.clock is None else inst.clock.to_decode(t)
+
+    def _reschedule(self, stage: int, p: int, inst: DecodeInstance) -> None:
+        inst.version += 1
+        k = inst.next_change(self.leave_of[stage])
+        if k is not None and inst.busy:
+            wall = self._wall(inst, inst.time_of(k))
+            self.push(wall, BOUNDARY, (stage, p, inst, inst.version, k))
+
+    # ---- joining -------------------------------------------------------------------------
+    def _least_loaded(self, pool: Pool) -> DecodeInstance | None:
+        least = min(pool.loads)
+        return pool.instances[pool.loads.index(least)] if least < pool.cap else None
+
+    def _join(self, stage: int, p: int, inst: DecodeInstance, t: float, spec: tuple) -> None:
+        """Join at the next boundary (now, if the instance is idle)."""
+        rid = spec[0]
+        self.rec[stage].instance[rid] = inst.index
+        if stage == LOCAL_STAGE:
+            self.where[rid] = ("pending", p, inst)
+        if not inst.busy:
+            inst.pending.append(spec)
+            inst.pending_k = inst.k0
+            self._boundary(stage, p, inst, inst.k0, self._own(inst, t))
+            return
+        inst.pending_k = inst.next_boundary(self._own(inst, t))
+        inst.pending.append(spec)
+        self.pools[stage][p].sync(inst)
+        self._reschedule(stage, p, inst)
+
+    def arrive(self, stage: int, p: int, t: float, spec: tuple) -> None:
+        pool = self.pools[stage][p]
+        inst = self._least_loaded(pool)
+        if inst is None:
+            pool.queue.append(spec)
+            if stage == LOCAL_STAGE:
+                self.where[spec[0]] = ("queued", p, None)
+            return
+        if stage == MAIN_STAGE and spec[5] == "catch_up":
+            spec = self._catch_up_spec(inst, t, spec)
+            if spec is None:
+                return
+        self._join(stage, p, inst, t, spec)
+
+    # ---- boundaries ------------------------------------------------------------------------
+    def _boundary(self, stage: int, p: int, inst: DecodeInstance, k: int, t_own: float) -> None:
+        """Apply the leaves and joins at step boundary k (time t_own on the instance's clock),
+        admit queued requests, and start the next segment."""
+        rec, leave_of, pool = self.rec[stage], self.leave_of[stage], self.pools[stage][p]
+        while inst.leaves and inst.leaves[0][0] <= k:
+            k_leave, rid = heapq.heappop(inst.leaves)
+            if leave_of.get(rid) == k_leave:
+                del leave_of[rid]
+                inst.batch -= 1
+                inst.ctx_base -= self._ctx_offset[stage].pop(rid)
+                if stage == LOCAL_STAGE:
+                    self.where[rid] = ("done",)
+        if inst.pending and inst.pending_k <= k:
+            joining, inst.pending = inst.pending, []
+        else:
+            joining = []
+        while pool.queue and inst.batch + len(joining) < pool.cap:
+            spec = pool.queue.popleft()
+            if stage == MAIN_STAGE and spec[5] == "catch_up":
+                spec = self._catch_up_spec(inst, self._wall(inst, t_own), spec, k_now=k)
+                if spec is None:
+                    continue
+            joining.append(spec)
+            rec.instance[spec[0]] = inst.index
+        extend_tokens = 0
+        for rid, tokens, handed, skip, context, _ in joining:
+            rec.join[rid], rec.first[rid] = k, k + 1 + skip
+            rec.tokens[rid] = tokens
+            leave_of[rid] = k + skip + tokens
+            heapq.heappush(inst.leaves, (k + skip + tokens, rid))
+            inst.batch += 1
+            self._ctx_offset[stage][rid] = context - k
+            inst.ctx_base += context - k
+            extend_tokens += handed
+            if stage == LOCAL_STAGE:
+                self.where[rid] = ("run", p, inst)
+        d = d_first = 0.0
+        if inst.batch:
+            steps = pool.steps
+            d = steps.step_s(inst.batch, inst.ctx_base / inst.batch + k)
+            d_first = (
+                steps.extend_s(inst.batch, extend_tokens, inst.ctx_base / inst.batch + k)
+                if extend_tokens
+                else d
+            )
+        inst.start_segment(k, t_own, d_first, d)
+        pool.sync(inst)
+        self._reschedule(stage, p, inst)
+
+    # ---- the handoff ------------------------------------------------------------------------
+    def _catch_up_spec(self, md: DecodeInstance, t: float, spec: tuple, k_now=None):
+        """MD joins at its next boundary j with the e tokens RLD emitted by then and extend-
+        decodes them; RLD stops at its first boundary after that step; MD's next step
+        absorbs RLD's last few tokens and emits the next one."""
+        rid = spec[0]
+        state = self.where.get(rid, ("done",))
+        if state[0] != "run":
+            return spec if state[0] != "done" else None
+        rld, k_join = state[2], self.rec[LOCAL_STAGE].join[rid]
+        out = self.outputs[rid]
+        if k_now is not None or not md.busy:
+            t_j = t
+        else:
+            t_j = self._wall(md, md.time_of(md.next_boundary(self._own(md, t))))
+        emitted = min(rld.steps_done_by(t_j) - k_join, out)
+        if emitted >= out:
+            return None  # RLD finishes it before MD could take over
+        md_steps = self.pools[MAIN_STAGE][0].steps
+        x = md_steps.extend_s(md.load + 1, emitted, self.inputs[rid] + emitted)
+        stop = rld.next_boundary(t_j + x) if rld.busy else rld.k0
+        total = min(stop - k_join, out)
+        if total >= out:
+            return None
+        self._stop_local(rid, rld, stop, total)
+        return (rid, out - total, emitted, 1, self.inputs[rid] + emitted, "catch_up")
+
+    def _stop_local(self, rid: int, rld: DecodeInstance, stop: int, tokens: int) -> None:
+        self.leave_of[LOCAL_STAGE][rid] = stop
+        self.rec[LOCAL_STAGE].tokens[rid] = tokens
+        heapq.heappush(rld.leaves, (stop, rid))
+        self._reschedule(LOCAL_STAGE, self.where[rid][1], rld)
+
+    def handoff(self, t: float, rid: int) -> None:
+        state = self.where.get(rid, ("done",))
+        direct = (rid, self.outputs[rid], 0, 0, self.inputs[rid], "direct")
+        if state[0] == "done":
+            return  # RLD finished the whole output
+        if state[0] in ("queued", "pending"):  # MD holds the KV before RLD started
+            pool = self.pools[LOCAL_STAGE][state[1]]
+            if state[0] == "queued":
+                pool.queue = deque(s for s in pool.queue if s[0] != rid)
+            else:
+                inst = state[2]
+                inst.pending = [s for s in inst.pending if s[0] != rid]
+                pool.sync(inst)
+                self._reschedule(LOCAL_STAGE, state[1], inst)
+            self.rec[LOCAL_STAGE].instance[rid] = -1
+            self.where[rid] = ("done",)
+            self.arrive(MAIN_STAGE, 0, t, direct)
+            return
+        if self.catch_up:
+            self.arrive(MAIN_STAGE, 0, t, (rid, 0, 0, 1, 0, "catch_up"))
+            return
+        rld, k_join, out = state[2], self.rec[LOCAL_STAGE].join[rid], self.outputs[rid]
+        stop = rld.next_boundary(t)
+        emitted = stop - k_join
+        if emitted >= out:
+            return
+        self._stop_local(rid, rld, stop, emitted)
+        spec = (rid, out - emitted, emitted, 0, self.inputs[rid] + emitted, "one_shot")
+        self.push(rld.time_of(stop), ARRIVE, (MAIN_STAGE, 0, spec))
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def run(self) -> None:
+        events = self.events
+        while events:
+            t, _, kind, payload = heapq.heappop(events)
+            if kind == BOUNDARY:
+                stage, p, inst, version, k = payload
+                if version == inst.version:
+                    self._boundary(stage, p, inst, k, inst.time_of(k))
+            elif kind == ARRIVE:
+                self.arrive(payload[0], payload[1], t, payload[2])
+            else:
+                self.handoff(t, payload)
+
+
+def local_spec(rid: int, outputs, inputs) -> tuple:
+    return (rid, int(outputs[rid]), 0, 0, float(inputs[rid]), "local")
+
+
+def direct_spec(rid: int, outputs, inputs) -> tuple:
+    return (rid, int(outputs[rid]), 0, 0, float(inputs[rid]), "direct")

@@ -1,0 +1,237 @@
+"""One simulation run: requests through prefill, RDMA, the WAN and the decode pools.
+
+The pipeline is feed-forward up to decode (prefill does not wait for the WAN, the WAN
+does not wait for decode), so prefill and the WAN are simulated stage by stage over all
+requests and the decode pools, which interact through the handoff, in one event loop.
+What is shared with the closed forms: the Setup (instances, link, prices, batch limits),
+the routing decision and KV bytes (`routing.route`), roofline step times, RDMA and the
+single-flow TCP primitives. No queueing, waiting or tail formula.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.errors import InputError
+from pdd_plan.model import routing as rt
+from pdd_plan.model.network import BITS_PER_BYTE, rdma_transfer_s
+from pdd_plan.model.setup import RolePool, Setup
+from pdd_plan.model.workload import RequestClasses
+from pdd_plan.sim.decode import (
+    ARRIVE,
+    HANDOFF,
+    LOCAL_STAGE,
+    MAIN_STAGE,
+    DecodeEngine,
+    Pool,
+    direct_spec,
+    local_spec,
+)
+from pdd_plan.sim.decode_instance import DecodeInstance, PausedClock, boundary_times
+from pdd_plan.sim.prefill import PrefillRun, fcfs_pool
+from pdd_plan.sim.sampling import Requests, draw_requests
+from pdd_plan.sim.steps import DecodeSteps, PrefillTimes
+from pdd_plan.sim.wan import WanRun, simulate_wan
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    requests: int
+    seed: int = 0
+    warmup_frac: float = 0.1
+    rate_per_s: float | None = None  # None: the scenario's arrival rate
+    hit_rate: object = None  # a hit-rate distribution other than the scenario's
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Per request (arrival order), every stage's times; NaN where a stage is skipped."""
+
+    requests: Requests
+    path: np.ndarray  # routing.DIRECT | RELAY | LOCAL
+    prefill: PrefillRun
+    prefill_service_s: np.ndarray
+    rdma_done_s: np.ndarray
+    wan_payload_bytes: np.ndarray
+    wan: WanRun | None  # over every request; ready = done for those that ship nothing
+    local_instance: np.ndarray
+    local_first_s: np.ndarray
+    local_last_s: np.ndarray
+    local_tokens: np.ndarray
+    main_instance: np.ndarray
+    main_first_s: np.ndarray
+    main_last_s: np.ndarray
+    main_tokens: np.ndarray
+
+    @property
+    def first_token_s(self) -> np.ndarray:
+        return np.where(self.local_tokens > 0, self.local_first_s, self.main_first_s)
+
+    @property
+    def done_s(self) -> np.ndarray:
+        return np.fmax(
+            np.where(self.local_tokens > 0, self.local_last_s, np.nan),
+            np.where(self.main_tokens > 0, self.main_last_s, np.nan),
+        )
+
+
+@dataclass(frozen=True)
+class SimRun:
+    setup: Setup
+    config: SimConfig
+    rate_per_s: float
+    trace: Trace
+    segments: dict  # role -> list of per-instance segment arrays (k0, t0, d_first, d, batch)
+
+
+def _routes(setup: Setup, req: Requests, rate: float) -> rt.Routes:
+    """The routing decision and KV bytes of `routing.route`, request by request."""
+    s = setup.scenario
+    per_request = RequestClasses(
+        req.input_tokens, req.output_tokens, req.hit_rate, np.full(len(req), 1.0 / len(req))
+    )
+    cache = rt.md_cache_factor(
+        s.policy.decode_cache_capacity_tokens, rate, s.workload.input_tokens.mean()
+    )
+    return rt.route(
+        setup.deployment.architecture,
+        per_request,
+        setup.deployment.policy,
+        s.policy.short_output_cutoff,
+        setup.model,
+        s.kv_dtype,
+        cache,
+    )
+
+
+def _cap(pool: RolePool, context: float) -> int:
+    cap = pool.batch_limit or pool.instance.max_batch(context)
+    if cap < 1:
+        g = pool.group
+        raise InputError.single(
+            "plan", "plan.instances", f"{g.role} on {g.gpus_per_instance} x {g.gpu}",
+            "an instance shape whose HBM holds at least one request's KV next to the weights",
+        )  # fmt: skip
+    return int(cap)
+
+
+def _decode_pool(pool: RolePool, req: Requests, clocks=None) -> list[Pool]:
+    context = float(np.average(req.input_tokens + req.output_tokens / 2, weights=req.output_tokens))
+    steps = DecodeSteps(
+        pool.instance,
+        _cap(pool, context),
+        float(req.input_tokens.min()),
+        float((req.input_tokens + req.output_tokens).max()),
+        int(req.output_tokens.max()),
+    )
+    if clocks is not None:  # colocated: one pool of one instance per instance
+        return [
+            Pool(steps, [DecodeInstance(i, c, slot=0)], steps.cap) for i, c in enumerate(clocks)
+        ]
+    return [Pool(steps, [DecodeInstance(i) for i in range(pool.group.count)], steps.cap)]
+
+
+def _paused_clocks(prefill: PrefillRun, count: int) -> list[PausedClock]:
+    clocks = []
+    for i in range(count):
+        mine = prefill.instance == i
+        order = np.argsort(prefill.start_s[mine])
+        clocks.append(PausedClock(prefill.start_s[mine][order], prefill.end_s[mine][order]))
+    return clocks
+
+
+def simulate(setup: Setup, config: SimConfig) -> SimRun:
+    """Simulate `config.requests` requests on `setup`'s deployment."""
+    arch = setup.deployment.architecture
+    rate = config.rate_per_s or setup.scenario.workload.arrival_rate_per_s
+    rng = np.random.default_rng(config.seed)
+    req = draw_requests(setup.scenario.workload, rate, config.requests, rng, config.hit_rate)
+    routes = _routes(setup, req, rate)
+    path = routes.path
+    p_inst = setup.prefill.instance
+    service = PrefillTimes(p_inst, float(req.input_tokens.max())).service_s(
+        req.uncached_tokens, req.cached_tokens
+    )
+    prefill = fcfs_pool(req.arrival_s, service, setup.prefill.group.count)
+    rdma = rdma_transfer_s(routes.rdma_payload_bytes, p_inst.gpus, p_inst.gpu)
+    # KV streams to RLD layer by layer under the prefill: what is left is the part not
+    # overlapped, at least the last layer's share
+    rdma_visible = np.maximum(rdma - service, rdma / setup.model.num_layers)
+    local = path != rt.DIRECT
+    rdma_visible = rdma_visible if arch != "colocated" else 0.0
+    rdma_done = np.where(local, prefill.end_s + rdma_visible, np.nan)
+
+    wan = None
+    wan_done = np.full(len(req), np.nan)
+    payload = np.where(path == rt.LOCAL, 0.0, routes.wan_payload_bytes)
+    if setup.link is not None:
+        payload = routes.wan_payload_bytes if arch == "pdd" else payload
+        wan = simulate_wan(setup.link, prefill.end_s, payload * BITS_PER_BYTE)
+        wan_done = wan.done_s
+    else:
+        payload = np.zeros(len(req))
+
+    if arch == "colocated":
+        clocks = _paused_clocks(prefill, setup.prefill.group.count)
+        local_pools, main_pool = _decode_pool(setup.decode, req, clocks), None
+    elif arch == "idc_pd":
+        local_pools, main_pool = _decode_pool(setup.decode, req), None
+    elif arch == "cdc_pd":
+        local_pools, main_pool = [], _decode_pool(setup.decode, req)[0]
+    else:
+        local_pools, main_pool = _decode_pool(setup.relay, req), _decode_pool(setup.decode, req)[0]
+    engine = DecodeEngine(
+        local_pools, main_pool, req.input_tokens, req.output_tokens, setup.deployment.policy.handoff
+    )
+    for rid in range(len(req)):
+        if path[rid] == rt.DIRECT:
+            engine.push(wan_done[rid], ARRIVE, (MAIN_STAGE, 0, direct_spec(rid, *_io(req))))
+            continue
+        p = int(prefill.instance[rid]) if arch == "colocated" else 0
+        engine.push(rdma_done[rid], ARRIVE, (LOCAL_STAGE, p, local_spec(rid, *_io(req))))
+        if path[rid] == rt.RELAY:
+            engine.push(wan_done[rid], HANDOFF, rid)
+    engine.run()
+    return _collect(setup, config, rate, req, routes, prefill, service, rdma_done, payload, wan,
+                    engine, local_pools, main_pool)  # fmt: skip
+
+
+def _io(req: Requests):
+    return req.output_tokens, req.input_tokens
+
+
+def _stage_times(engine: DecodeEngine, stage: int, pools: list[Pool], n: int):
+    """First and last token times of each request on one stage, from the segments."""
+    rec = engine.rec[stage]
+    first, last = np.full(n, np.nan), np.full(n, np.nan)
+    segments = []
+    for pool in pools:
+        for inst in pool.instances:
+            seg = inst.segment_arrays()
+            segments.append(seg)
+            mine = (rec.instance == inst.index) & (rec.tokens > 0)
+            if not mine.any():
+                continue
+            f = boundary_times(seg, rec.first[mine])
+            last_ = boundary_times(seg, rec.first[mine] + rec.tokens[mine] - 1)
+            if inst.clock is not None:
+                f = np.array([inst.clock.to_wall(v) for v in f])
+                last_ = np.array([inst.clock.to_wall(v) for v in last_])
+            first[mine], last[mine] = f, last_
+    return first, last, rec.instance.copy(), rec.tokens.copy(), segments
+
+
+def _collect(setup, config, rate, req, routes, prefill, service, rdma_done, payload, wan, engine,
+             local_pools, main_pool) -> SimRun:  # fmt: skip
+    n = len(req)
+    lf, ll, li, lt, lseg = _stage_times(engine, LOCAL_STAGE, local_pools, n)
+    mf, ml, mi, mt, mseg = _stage_times(engine, MAIN_STAGE, [main_pool] if main_pool else [], n)
+    trace = Trace(req, routes.path, prefill, service, rdma_done, payload, wan,
+                  li, lf, ll, lt, mi, mf, ml, mt)  # fmt: skip
+    arch = setup.deployment.architecture
+    roles = {"pdd": ("relay_decode", "main_decode"), "cdc_pd": (None, "main_decode"),
+             "idc_pd": ("decode", None), "colocated": ("colocated", None)}[arch]  # fmt: skip
+    segments = {r: s for r, s in zip(roles, (lseg, mseg), strict=True) if r}
+    return SimRun(setup, config, rate, trace, segments)

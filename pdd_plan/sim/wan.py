@@ -1,0 +1,135 @@
+"""The WAN line as an event-driven fluid: TCP flows share the line max-min fairly, each
+capped at one connection's rate, each holding a connection of a finite pool (FIFO wait).
+
+A flow on a connection goes through the phases the closed form's single-flow primitive
+(`network.send_time_s`) defines: slow start from the initial window up to the connection's
+rate (a fixed duration: its rate is small, far below a fair share, so sharing does not
+stretch it; its bits still take their part of the line), then the body at the shared rate,
+then one RTT for the last acknowledgement, holding the connection throughout.
+
+Body flows all have the same cap, so max-min sharing gives them one common rate
+r = min(cap, (goodput - bits/s of ramping flows) / flows): one virtual clock V = the
+service each body flow has received, and a heap of the V at which each finishes. Rates
+change only when the set of flows changes, so the run costs O(log n) per event.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.model.network import BITS_PER_BYTE, WanLink, send_time_s
+
+
+@dataclass(frozen=True)
+class WanRun:
+    """Per flow (in the caller's order): connection acquired, last byte sent, connection
+    released (= the transfer is complete: last byte acknowledged at the sender)."""
+
+    connect_s: np.ndarray
+    sent_s: np.ndarray
+    done_s: np.ndarray
+
+
+def ramp_bits(link: WanLink, rate_bits_per_s: float) -> float:
+    """Bits a flow sends in slow start before its window carries `rate` (0 without slow
+    start), as in `network.send_time_s`: (W - b0) / ln 2."""
+    b0 = link.initial_window_segments * link.mss_bytes * BITS_PER_BYTE
+    window = rate_bits_per_s * link.rtt_s
+    if not link.slow_start_after_idle or link.rtt_s == 0 or window <= b0:
+        return 0.0
+    return (window - b0) / math.log(2.0)
+
+
+def flow_phases(link: WanLink, payload_bits: np.ndarray):
+    """(slow-start bits, slow-start seconds, body bits) of each flow."""
+    cap = link.flow_cap_bits_per_s
+    first = np.minimum(payload_bits, ramp_bits(link, cap))
+    first_s = np.where(first > 0, send_time_s(first, cap, link), 0.0)
+    return first, np.asarray(first_s, float), payload_bits - first
+
+
+def lone_flow_s(link: WanLink, payload_bits: float) -> float:
+    """A single flow on an idle line: slow start, body at the cap, one RTT."""
+    return float(send_time_s(payload_bits, link.flow_cap_bits_per_s, link)) + link.rtt_s
+
+
+def simulate_wan(link: WanLink, ready_s: np.ndarray, payload_bits: np.ndarray) -> WanRun:
+    """Run every flow that becomes ready at `ready_s` with `payload_bits` (0: nothing to
+    send, done at once) through the pool and the shared line."""
+    n = len(ready_s)
+    connect, sent, done = ready_s.astype(float), ready_s.astype(float), ready_s.astype(float)
+    first_bits, first_s, body_bits = flow_phases(link, payload_bits)
+    first_rate = np.divide(first_bits, first_s, out=np.zeros(n), where=first_s > 0)
+    order = [int(i) for i in np.argsort(ready_s, kind="stable") if payload_bits[i] > 0]
+    ready, f_s, f_rate = ready_s.tolist(), first_s.tolist(), first_rate.tolist()
+    body, rtt = body_bits.tolist(), link.rtt_s
+    goodput, cap = link.goodput_bits_per_s, link.flow_cap_bits_per_s
+    floor = 1e-6 * goodput  # body flows never stop entirely, even under many ramps
+
+    events: list = []  # (time, seq, kind, flow): 0 = slow start over, 1 = released
+    bodies: list = []  # (virtual finish, seq, flow)
+    waiting: deque = deque()
+    free, seq, t, v, rate = link.connection_pool_size, 0, 0.0, 0.0, cap
+    n_body, n_ramp, ramp_load, k = 0, 0, 0.0, 0
+
+    def start(i: int) -> None:
+        nonlocal free, seq, n_ramp, ramp_load
+        free -= 1
+        connect[i] = t
+        if f_s[i] > 0:
+            n_ramp += 1
+            ramp_load += f_rate[i]
+            seq += 1
+            heapq.heappush(events, (t + f_s[i], seq, 0, i))
+        else:
+            begin_body(i)
+
+    def begin_body(i: int) -> None:
+        nonlocal n_body, seq
+        seq += 1
+        if body[i] > 0:
+            n_body += 1
+            heapq.heappush(bodies, (v + body[i], seq, i))
+        else:
+            sent[i] = t
+            heapq.heappush(events, (t + rtt, seq, 1, i))
+
+    while k < len(order) or events or bodies:
+        t_arrive = ready[order[k]] if k < len(order) else math.inf
+        t_event = events[0][0] if events else math.inf
+        t_body = t + (bodies[0][0] - v) / rate if bodies else math.inf
+        t_next = min(t_arrive, t_event, t_body)
+        v += rate * (t_next - t) if n_body else 0.0
+        t = t_next
+        if t_body <= t_event and t_body <= t_arrive:
+            _, _, i = heapq.heappop(bodies)
+            n_body -= 1
+            sent[i] = t
+            seq += 1
+            heapq.heappush(events, (t + rtt, seq, 1, i))
+        elif t_event <= t_arrive:
+            _, _, kind, i = heapq.heappop(events)
+            if kind == 0:
+                n_ramp -= 1
+                ramp_load = ramp_load - f_rate[i] if n_ramp else 0.0
+                begin_body(i)
+            else:
+                done[i] = t
+                free += 1
+                if waiting:
+                    start(waiting.popleft())
+        else:
+            i = order[k]
+            k += 1
+            if free > 0:
+                start(i)
+            else:
+                waiting.append(i)
+        if n_body:
+            rate = min(cap, max(goodput - ramp_load, floor) / n_body)
+    return WanRun(connect, sent, done)
