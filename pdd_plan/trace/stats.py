@@ -11,6 +11,7 @@ import numpy as np
 EDGE_QUANTILES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 POINT_MASS_SHARE = 0.02  # a single value holding this share of requests gets its own bin
 EMPIRICAL_STRATA = 32
+TRIM_FRAC = 0.001  # the share of longest gaps left out of `cv2_trimmed`
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,7 @@ class Arrivals:
     span_s: float
     rate_per_s: float  # 1 / mean inter-arrival time = (requests - 1) / span
     cv2: float  # squared coefficient of variation of inter-arrival times (1 = Poisson)
+    cv2_trimmed: float  # the same without the longest 0.1 % of gaps (idle periods)
 
 
 def arrivals(arrival_s: np.ndarray) -> Arrivals:
@@ -27,13 +29,19 @@ def arrivals(arrival_s: np.ndarray) -> Arrivals:
     if len(times) < 2 or times[-1] <= times[0]:
         raise ValueError("at least two distinct arrival times are needed")
     gaps_s = np.diff(times)
-    mean_gap_s = float(gaps_s.mean())
+    mean_gap_s = float(gaps_s.mean())  # > 0: the times are not all equal
     return Arrivals(
         requests=len(times),
         span_s=float(times[-1] - times[0]),
         rate_per_s=1.0 / mean_gap_s,
-        cv2=float(gaps_s.var() / mean_gap_s**2),
+        cv2=_cv2(gaps_s),
+        cv2_trimmed=_cv2(np.sort(gaps_s)[: max(1, int(np.ceil(len(gaps_s) * (1 - TRIM_FRAC))))]),
     )
+
+
+def _cv2(gaps_s: np.ndarray) -> float:
+    mean_s = float(gaps_s.mean())
+    return float(gaps_s.var() / mean_s**2) if mean_s > 0 else 0.0
 
 
 @dataclass(frozen=True)

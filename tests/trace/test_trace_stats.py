@@ -82,3 +82,11 @@ def test_hit_rates_of_a_hand_worked_trace(tmp_path):
     np.testing.assert_allclose(small.hit_frac, expected)  # 2 blocks keep the head [1, 2]
     np.testing.assert_allclose(none.hit_frac, 0.0)
     assert a.arrivals.rate_per_s == pytest.approx(1.0) and a.arrivals.cv2 == pytest.approx(0.0)
+
+
+def test_one_long_idle_gap_is_left_out_of_the_trimmed_burstiness():
+    gaps_s = np.array([1.0] * 999 + [1000.0])  # 1,000 gaps: the longest is the 0.1 %
+    a = stats.arrivals(np.concatenate([[0.0], np.cumsum(gaps_s)]))
+    mean_s = gaps_s.mean()
+    assert a.cv2 == pytest.approx(((gaps_s - mean_s) ** 2).mean() / mean_s**2)
+    assert a.cv2 > 200 and a.cv2_trimmed == pytest.approx(0.0, abs=1e-12)
