@@ -203,7 +203,12 @@ def _print(result: dict) -> None:
                     c["p90_hit_frac"],
                     c["zero_hit_share"],
                 ]
-                for c in cache["by_capacity"] + extra
+                for c in sorted(
+                    cache["by_capacity"] + extra,
+                    key=lambda c: (
+                        float("inf") if c["capacity_blocks"] is None else c["capacity_blocks"]
+                    ),
+                )
             ],
         )
     for note in result["notes"]:
