@@ -26,6 +26,7 @@ KNOWN_MISSES = {
     ("paper pdd cut-off 0.6", "ttft_p50"),
     ("paper idc_pd 0.6", "ttft_p50"),
     ("paper colocated 0.5", "ttft_p50"),
+    ("paper colocated 0.5", "ttft_p90"),  # 0.20 s closed vs 0.25 s simulated at 60k requests
 }
 
 
