@@ -19,9 +19,11 @@ from pdd_plan.cli import (
     evaluate_cmd,
     explain_cmd,
     model_cmd,
+    report_cmd,
     scenario_cmd,
     simulate_cmd,
     solve_cmd,
+    sweep_cmd,
     trace_cmd,
 )
 from pdd_plan.errors import PddPlanError
@@ -43,6 +45,8 @@ app.command("solve")(solve_cmd.solve)
 app.command("compare")(compare_cmd.compare)
 app.command("explain")(explain_cmd.explain)
 app.command("simulate")(simulate_cmd.simulate)
+app.command("sweep")(sweep_cmd.sweep)
+app.command("report")(report_cmd.report)
 
 
 @app.command()

@@ -1,0 +1,62 @@
+"""`pdd-plan report SCENARIO -o report.html`: the sizing report as one self-contained HTML
+file (the Markdown report plus its plots, inline SVG and CSS, nothing fetched)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from pdd_plan.cli.output import check_architecture, console
+from pdd_plan.errors import InputError
+from pdd_plan.report.files import write_atomic
+
+
+def _hit_means(text: str | None):
+    from pdd_plan.report.report_build import HIT_MEANS
+
+    if text is None:
+        return HIT_MEANS
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or not all(0.0 <= v <= 1.0 for v in values):
+        raise InputError.single(
+            "command line", "--hit-rates", repr(text), "means between 0 and 1, e.g. 0.3,0.7,0.95"
+        )
+    return values
+
+
+def report(
+    scenario: str = typer.Argument(None, help="a scenario file or shipped name (default: default)"),
+    output: str = typer.Option(..., "-o", "--output", help="the HTML file to write"),
+    architecture: str = typer.Option(
+        "pdd", "--architecture", help="pdd, cdc_pd, idc_pd or colocated"
+    ),
+    jobs: int = typer.Option(None, "--jobs", min=1, help="worker processes (default: CPU count)"),
+    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    hit_rates: str = typer.Option(
+        None, "--hit-rates", help="mean hit rates of the bathtub plot (default 0.3,0.5,...,0.98)"
+    ),
+    markdown: str = typer.Option(None, "--markdown", help="also write the Markdown report"),
+) -> None:
+    """Write the sizing report as a self-contained HTML file with its plots."""
+    from pdd_plan.report.report_build import build
+
+    check_architecture(architecture)
+    means = _hit_means(hit_rates)
+    start = time.perf_counter()
+
+    def say(text: str) -> None:
+        typer.echo(f"report: {text}...", err=True)
+
+    result = build(scenario, architecture, jobs, time_limit_s=time_limit, hit_means=means, say=say)
+    write_atomic(Path(output), result.html)
+    if markdown:
+        write_atomic(Path(markdown), result.markdown)
+    console.print(
+        f"wrote {output} ({len(result.html) / 1024:.0f} KiB, {len(result.figures)} plots) in "
+        f"{time.perf_counter() - start:.1f} s"
+    )

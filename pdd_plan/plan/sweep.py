@@ -1,0 +1,306 @@
+"""`pdd-plan sweep`: a scenario solved (or a plan evaluated) at every point of a grid.
+
+Each axis is a scenario key (`scenario_edit`) and its values; the grid is their product.
+Points run in a process pool; a point that fails (an infeasible scenario, a value out of
+range, a saturated queue, a solver failure, a bug) is recorded with its error and the sweep
+goes on. Everything about the sweep itself (an unknown key, a malformed axis, a plan file
+that does not load) is an InputError raised before any point runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import multiprocessing
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pdd_plan.errors import InputError, PddPlanError, SaturatedError, SolverError
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.scenario import resolve_scenario_path
+from pdd_plan.loaders.strict import load_yaml
+from pdd_plan.model.workload import DEFAULT_RESOLUTION
+from pdd_plan.plan.scenario_edit import ARCH_KEY, WHERE, check_key, edited
+
+MAX_POINTS = 100_000
+OBJECTIVES = ("max_bcr", "min_cost", "max_goodput")
+AXIS_FORMS = "KEY=START:STOP:STEP (stop included) or KEY=V1,V2,... (or KEY=V)"
+# modules the pool's fork server imports once, so that each worker starts warm
+_PRELOAD = ["pdd_plan.api", "pdd_plan.plan.solve", "pdd_plan.plan.scenario_edit"]
+
+
+@dataclass(frozen=True)
+class Axis:
+    key: str
+    values: tuple
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What every point needs: the parsed scenario (objective override applied), how to
+    solve, and the points (key -> value edits), in order."""
+
+    label: str
+    data: dict
+    points: tuple[dict, ...]
+    axes: tuple[Axis, ...] = ()
+    architecture: str = "pdd"
+    plan_path: str | None = None
+    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION
+    time_limit_s: float = 30.0
+    extra: dict = field(default_factory=dict)
+
+
+# --- axes ----------------------------------------------------------------------------
+
+
+def _axis_error(spec: str, expected: str = AXIS_FORMS) -> InputError:
+    return InputError.single(WHERE, "--vary", repr(spec), expected)
+
+
+def _number(text: str, spec: str) -> float | int:
+    value = _scalar(text)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _axis_error(spec, f"numbers in START:STOP:STEP (found {text.strip()!r})")
+    return value
+
+
+def _range(text: str, spec: str) -> tuple:
+    start, stop, step = (_number(t, spec) for t in text.split(":"))
+    if step <= 0 or stop < start:
+        raise _axis_error(spec, "START <= STOP and STEP > 0")
+    count = math.floor((stop - start) / step * (1 + 1e-12) + 1e-9) + 1
+    if count > MAX_POINTS:
+        raise _axis_error(spec, f"at most {MAX_POINTS:,} values (found {count:,})")
+    if all(isinstance(v, int) for v in (start, stop, step)):
+        return tuple(start + i * step for i in range(count))
+    return tuple(round(start + i * step, 12) for i in range(count))
+
+
+def _scalar(text: str):
+    """A listed value: an integer, a number, true/false, or else the text itself (no YAML
+    1.1 surprises: `1:30` stays text, `no` stays text, `@x` is allowed)."""
+    text = text.strip()
+    for kind in (int, float):
+        try:
+            value = kind(text)
+        except ValueError:
+            continue
+        if kind is int or math.isfinite(value):
+            return value
+    return {"true": True, "false": False}.get(text, text)
+
+
+def parse_axis(spec: str) -> Axis:
+    """`KEY=START:STOP:STEP` (floats rounded to 12 decimals) or `KEY=V1,V2,...` (`_scalar`)."""
+    key, sep, text = spec.partition("=")
+    if not sep or not key.strip() or not text.strip():
+        raise _axis_error(spec)
+    if text.count(":") == 2 and "," not in text:
+        return Axis(key.strip(), _range(text, spec))
+    values = tuple(_scalar(v) for v in text.split(","))
+    if any(v == "" for v in values):
+        raise _axis_error(spec, "values separated by commas, none empty")
+    return Axis(key.strip(), values)
+
+
+def grid(axes: tuple[Axis, ...] | list[Axis]) -> tuple[dict, ...]:
+    """Every combination of the axes' values, the last axis varying fastest."""
+    keys = [a.key for a in axes]
+    return tuple(
+        dict(zip(keys, combo, strict=True))
+        for combo in itertools.product(*[a.values for a in axes])
+    )
+
+
+# --- preparing -----------------------------------------------------------------------
+
+
+def prepare(
+    scenario: str | Path | None,
+    specs: list[str],
+    objective: str | None = None,
+    architecture: str = "pdd",
+    plan: str | None = None,
+    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
+    time_limit_s: float = 30.0,
+    catalog: Catalog | None = None,
+) -> Sweep:
+    """Read the scenario and the axes and check everything a point does not decide."""
+    catalog = catalog or Catalog()
+    path = resolve_scenario_path(str(scenario) if scenario else None)
+    data = load_yaml(path, "a pdd-plan scenario")
+    if objective is not None:
+        data = _with_objective(data, objective)
+    label = str(path)
+    base, _ = edited(data, {}, label, catalog)  # the scenario itself must load
+    axes = [parse_axis(s) for s in specs]
+    if not axes:
+        raise InputError.single(WHERE, "--vary", "no axis", f"at least one --vary {AXIS_FORMS}")
+    seen = set()
+    for axis in axes:
+        if axis.key in seen:
+            raise InputError.single(WHERE, f"--vary {axis.key}", "the key twice", "each key once")
+        seen.add(axis.key)
+        for value in axis.values if axis.key == ARCH_KEY else axis.values[:1]:
+            check_key(data, axis.key, value, label, catalog)
+    size = math.prod(len(a.values) for a in axes)
+    if size > MAX_POINTS:
+        raise InputError.single(WHERE, "--vary", f"{size:,} points", f"at most {MAX_POINTS:,}")
+    if plan is not None:
+        from pdd_plan.loaders.plan_file import load_plan
+
+        load_plan(plan, base, catalog)  # a plan that does not load fails the sweep, not a point
+    return Sweep(label, data, grid(axes), tuple(axes), architecture, plan, resolution, time_limit_s)
+
+
+def _with_objective(data: dict, kind: str) -> dict:
+    if kind not in OBJECTIVES:
+        raise InputError.single(WHERE, "--objective", repr(kind), f"one of {', '.join(OBJECTIVES)}")
+    current = data.get("objective") if isinstance(data.get("objective"), dict) else {}
+    return {**data, "objective": {**current, "kind": kind}}
+
+
+# --- one point -----------------------------------------------------------------------
+
+_catalog: Catalog | None = None
+
+
+def _the_catalog() -> Catalog:
+    global _catalog
+    if _catalog is None:
+        _catalog = Catalog()
+    return _catalog
+
+
+def _status_of(exc: Exception) -> str:
+    if isinstance(exc, InputError):
+        return "bad_value"
+    if isinstance(exc, SaturatedError):
+        return "saturated"
+    if isinstance(exc, SolverError):
+        return "solver_error"
+    if isinstance(exc, PddPlanError):
+        return "infeasible"
+    return "error"
+
+
+def _solve_or_evaluate(sweep: Sweep, edits: dict, catalog: Catalog) -> dict:
+    from pdd_plan import api
+
+    s, _ = edited(sweep.data, edits, sweep.label, catalog)
+    if sweep.plan_path is None:
+        architecture = edits.get(ARCH_KEY, sweep.architecture)
+        result, _ = api.solve_loaded(s, architecture, catalog, sweep.resolution, sweep.time_limit_s)
+        if result["status"] == "infeasible":
+            outcomes = dict.fromkeys(a["outcome"] for a in result["solver"]["policies_tried"])
+            result["error"] = "no plan meets the SLA" + (
+                f" (policies tried: {'; '.join(outcomes)})" if outcomes else ""
+            )
+        return result
+    return evaluate_loaded(s, sweep.plan_path, catalog, sweep.resolution)
+
+
+def evaluate_loaded(s, plan_path: str, catalog: Catalog, resolution) -> dict:
+    """`pdd-plan evaluate`'s result for a scenario already loaded (edited)."""
+    from pdd_plan.loaders.plan_file import load_plan
+    from pdd_plan.model.evaluate import evaluate, prepare
+    from pdd_plan.report.deployment_json import plan_json
+
+    deployment = load_plan(plan_path, s, catalog)
+    model = catalog.model_for(s) if hasattr(catalog, "model_for") else catalog.model(s.model)
+    metrics, _ = evaluate(prepare(s, deployment, model, catalog.gpus, catalog.lines, resolution))
+    return {"status": "evaluated", "plan": plan_json(deployment), "metrics": metrics.to_json()}
+
+
+def run_point(sweep: Sweep, index: int, catalog: Catalog | None = None) -> dict:
+    """Point `index` of the sweep: its values, status, error (None when it ran), the plan
+    and metrics in the design.md §7 shapes, and its wall time. Never raises for a point."""
+    edits = sweep.points[index]
+    start = time.perf_counter()
+    row: dict[str, Any] = {"index": index, "values": dict(edits), "status": None, "error": None,
+                           "plan": None, "metrics": None}  # fmt: skip
+    try:
+        result = _solve_or_evaluate(sweep, edits, catalog or _the_catalog())
+        row.update(status=result["status"], plan=result["plan"], metrics=result["metrics"],
+                   error=result.get("error"))  # fmt: skip
+    except Exception as exc:  # a point never aborts the sweep
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        row.update(status=_status_of(exc), error=text if isinstance(exc, PddPlanError) else
+                   f"{type(exc).__name__}: {text}")  # fmt: skip
+    row["wall_s"] = time.perf_counter() - start
+    return row
+
+
+# --- the pool ------------------------------------------------------------------------
+
+
+def worker_catalog() -> Catalog:
+    """The catalog of this process, loaded once."""
+    return _the_catalog()
+
+
+def default_jobs() -> int:
+    return os.cpu_count() or 1
+
+
+def process_pool(jobs: int) -> ProcessPoolExecutor:
+    """Worker processes started by a fork server that has imported the solver once: no
+    thread of the caller (a progress bar, HiGHS) is ever forked, and workers start warm.
+    A script that starts one needs the `if __name__ == "__main__":` guard."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    return ProcessPoolExecutor(jobs, context)
+
+
+def submit_points(pool: ProcessPoolExecutor, sweep: Sweep) -> dict:
+    """future -> point index, for every point of `sweep`."""
+    return {pool.submit(run_point, sweep, i): i for i in range(len(sweep.points))}
+
+
+def _failed_row(sweep: Sweep, i: int, exc: BaseException) -> dict:
+    return {"index": i, "values": dict(sweep.points[i]), "status": "error",
+            "error": f"worker failed: {type(exc).__name__}: {exc}", "plan": None,
+            "metrics": None, "wall_s": None}  # fmt: skip
+
+
+def collect(futures: dict, sweep: Sweep, on_done: Callable[[dict], None] | None = None) -> list:
+    """The rows of `submit_points`' futures in point order; `on_done` sees each as it ends."""
+    rows: list = [None] * len(sweep.points)
+    for future in as_completed(futures):
+        i = futures[future]
+        try:
+            rows[i] = future.result()
+        except Exception as exc:  # the worker died (killed, out of memory)
+            rows[i] = _failed_row(sweep, i, exc)
+        if on_done:
+            on_done(rows[i])
+    return rows
+
+
+def run(
+    sweep: Sweep,
+    jobs: int | None = None,
+    on_done: Callable[[dict], None] | None = None,
+    catalog: Catalog | None = None,
+) -> list[dict]:
+    """Every point of `sweep`, in point order: with `jobs` 1 here, one after another, else
+    in that many worker processes (`process_pool`). `on_done` sees each row as it ends."""
+    jobs = max(1, min(jobs or default_jobs(), len(sweep.points)))
+    if jobs == 1:
+        rows = []
+        for i in range(len(sweep.points)):
+            rows.append(run_point(sweep, i, catalog))
+            if on_done:
+                on_done(rows[-1])
+        return rows
+    pool = process_pool(jobs)
+    try:
+        return collect(submit_points(pool, sweep), sweep, on_done)
+    finally:  # on an interrupt, the points not started are dropped
+        pool.shutdown(wait=True, cancel_futures=True)
