@@ -104,18 +104,21 @@ def _write_bytes_atomic(path: Path, data: bytes) -> None:
 
 
 def _print_table(sweep, rows: list[dict]) -> None:
+    """One line a point; the plans themselves are in sweep.csv / --format json."""
+    from pdd_plan.report.sweep_files import gpu_groups
+
     keys = [a.key for a in sweep.axes]
     short = [k.rsplit(".", 1)[-1] for k in keys]
-    cols = [*short, "status", "$/h", "goodput req/s", "BCR", "TTFT P99 s", "plan / error"]
-    from pdd_plan.report.markdown import composition
-
+    cols = [*short, "status", "$/h", "goodput req/s", "BCR", "TTFT P99 s", "GPUs", "error"]
     body = []
     for r in rows:
         m = r["metrics"] or {}
         ttft_p99_s = (m.get("ttft_s") or {}).get("p99")
+        gpus = sum(gpu_groups(r["plan"]).values()) if r["plan"] else None
+        error = (r["error"] or "")[:60] + ("..." if len(r["error"] or "") > 60 else "")
         body.append([*(r["values"][k] for k in keys), r["status"], m.get("cost_usd_per_hour"),
-                     m.get("goodput_rps"), m.get("bcr_rps_per_usd_hour"), ttft_p99_s,
-                     r["error"] or composition(r["plan"])])  # fmt: skip
+                     m.get("goodput_rps"), m.get("bcr_rps_per_usd_hour"), ttft_p99_s, gpus,
+                     error])  # fmt: skip
     table(f"sweep of {Path(sweep.label).name}", cols, body)
 
 
