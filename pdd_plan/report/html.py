@@ -232,8 +232,8 @@ def render_html(
     parts = [f"<h1>{inline(title)}</h1>", f'<div class="lead">{lead}</div>', key_figures(result)]
     for n, (t, lines) in enumerate(sections):
         body = blocks_html(lines)
-        if n == 0 and first is not None:
-            fig = next(f for f in figures if f.name == first)
+        fig = next((f for f in figures if f.name == first), None) if n == 0 else None
+        if fig is not None:
             side = _figure_html(fig, numbered[fig.name])
             body = f'<div class="first-screen"><div>{body}</div>{side}</div>'
         parts.append(f'<h2 id="{slug(t)}">{inline(t)}</h2>\n{body}')
