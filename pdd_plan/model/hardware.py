@@ -43,6 +43,10 @@ class Gpu:
     usable_memory_frac: float
     provenance: dict[str, Sourced] = field(default_factory=dict, compare=False, repr=False)
 
+    def facility_power_w(self, pue: float) -> float:
+        """Power a datacenter provisions for this GPU: board power (TDP) x PUE."""
+        return self.tdp_w * pue
+
     def peak_flop_per_s(self, dtype: str) -> float | None:
         """Dense tensor peak for a compute dtype; None where the chip lacks it."""
         if dtype in ("bf16", "fp16"):

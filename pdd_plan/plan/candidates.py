@@ -32,6 +32,7 @@ class Candidate:
     price_usd_per_hour: float  # one instance
     capacity_rps: float  # requests/s of this role's traffic one instance carries
     pruned: str = ""  # why it cannot be used (empty: usable)
+    power_w: float = 0.0  # one instance, facility power (TDP x PUE)
 
     @property
     def key(self) -> str:
@@ -109,6 +110,16 @@ def _capacity_rps(inst, role, classes, demands, tpot, cap) -> tuple[float, str]:
     return (1.0 / (1.0 / prefill + 1.0 / decode) if decode > 0 else 0.0), why
 
 
+def _over_power(dc, instance_power_w: float) -> str:
+    """Why one instance alone breaks the datacenter's power budget ("" if it does not)."""
+    if dc.power_budget_w is None or instance_power_w <= dc.power_budget_w:
+        return ""
+    return (
+        f"one instance draws {instance_power_w / 1e3:,.1f} kW, more than {dc.id}'s power "
+        f"budget of {dc.power_budget_w / 1e3:,.1f} kW"
+    )
+
+
 def candidates(
     scenario: Scenario,
     model: ModelSpec,
@@ -131,15 +142,15 @@ def candidates(
                         continue
                     inst = Instance(model, gpu, n, scenario.kv_dtype, scenario.weight_dtype)
                     price = n * offer.price_usd_per_gpu_hour
-                    if not inst.fits():
-                        out.append(
-                            Candidate(
-                                role, dc.id, gpu.id, n, price, 0.0, "the weights do not fit in HBM"
-                            )
-                        )
+                    power_w = n * gpu.facility_power_w(scenario.costs.pue)
+                    why = _over_power(dc, power_w)
+                    if not why and not inst.fits():
+                        why = "the weights do not fit in HBM"
+                    if why:
+                        out.append(Candidate(role, dc.id, gpu.id, n, price, 0.0, why, power_w))
                         continue
                     capacity, why = _capacity_rps(inst, role, classes, demands, tpot, cap)
-                    out.append(Candidate(role, dc.id, gpu.id, n, price, capacity, why))
+                    out.append(Candidate(role, dc.id, gpu.id, n, price, capacity, why, power_w))
     return out
 
 

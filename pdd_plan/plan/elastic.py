@@ -1,8 +1,8 @@
 """Why a scenario has no plan: an elastic copy of the MILP.
 
 The MILP solve.py sizes (same candidates, demands and WAN bytes, from its own
-`_milp_inputs`) is copied with a penalised, non-negative slack on each constraint of four
-families: capacity per role, the line (capacity and count), GPU availability, budget.
+`_milp_inputs`) is copied with a penalised, non-negative slack on each constraint of five
+families: capacity per role, the line (capacity and count), GPU availability, power, budget.
 Minimising the penalty finds the least violation that would make the scenario feasible;
 the non-zero slacks name the limits that cannot be met and by how much. Covering the
 demand is penalised far above the limits, so a shortfall is blamed on a limit (GPUs,
@@ -39,7 +39,7 @@ INFEASIBLE_OUTCOMES = ("MILP infeasible", "MILP undefined")
 class Family:
     """What a named constraint of the MILP limits, to read its slack back."""
 
-    family: str  # capacity | line | availability | budget | structure
+    family: str  # capacity | line | availability | power | budget | structure
     subject: str  # e.g. "h100_sxm in dc_a", "prefill capacity", "WAN lines"
     unit: str  # of the slack
     scale: float = 1.0  # slack (in the MILP's units) / scale = slack in `unit`
@@ -63,6 +63,9 @@ def families(scenario: Scenario, demands) -> dict[str, Family]:
     for dc in scenario.datacenters:
         out[f"spending_in_{dc.id}_within_its_budget"] = Family(
             "budget", f"spending in {dc.id}", "$/h", where=(dc.id,)
+        )
+        out[f"power_in_{dc.id}_within_its_budget_kw"] = Family(
+            "power", f"power in {dc.id}", "kW", where=(dc.id,)
         )
         for offer in dc.gpus:
             out[f"{offer.gpu}_in_{dc.id}_within_availability"] = Family(
@@ -107,6 +110,8 @@ class Shortfall:
             return f"WAN lines: needs {self.needs:,.0f}, {self.limit:,.0f} allowed (wan.max_lines)"
         if f.family == "budget":
             return f"{f.subject}: needs ${self.needs:,.2f}/h, budget ${self.limit:,.2f}/h"
+        if f.family == "power":
+            return f"{f.subject}: needs {self.needs:,.1f} kW, budget {self.limit:,.1f} kW"
         return f"{f.subject}: needs {self.needs:,.4g} {f.unit}, {self.limit:,.4g} {f.unit} possible"
 
 
@@ -278,7 +283,7 @@ def verified_needs(scenario: Scenario, found: Diagnosis, run) -> Diagnosis:
     if again.status != "optimal":
         return found
     plan, cost = again.deployment, again.metrics.cost_usd_per_hour
-    checked = [dataclasses.replace(s, needs=_usage(raised, s.family, plan, cost))
+    checked = [dataclasses.replace(s, needs=_usage(raised, s.family, plan, cost, gpus))
                for s in found.shortfalls]  # fmt: skip
     short = tuple(s for s in checked if s.needs > s.limit * (1 + 1e-9))
     if not short:  # the plan fits the original limits: no verified figure to give
@@ -294,6 +299,13 @@ def _with_limit(scenario: Scenario, fam: Family, value: float) -> Scenario:
     if fam.family == "line":
         lines = math.ceil(value - 1e-9)
         return dataclasses.replace(scenario, wan=dataclasses.replace(scenario.wan, max_lines=lines))
+    if fam.family == "power":
+        watts = value * 1e3 * (1 + 1e-9)
+        dcs = tuple(
+            dataclasses.replace(dc, power_budget_w=watts) if dc.id == fam.where[0] else dc
+            for dc in scenario.datacenters
+        )
+        return dataclasses.replace(scenario, datacenters=dcs)
     money = value * (1 + 1e-9)
     if fam.where:
         dcs = tuple(
@@ -305,8 +317,12 @@ def _with_limit(scenario: Scenario, fam: Family, value: float) -> Scenario:
     return dataclasses.replace(scenario, objective=objective)
 
 
-def _usage(scenario: Scenario, fam: Family, plan: Deployment, cost: float) -> float:
+def _usage(scenario: Scenario, fam: Family, plan: Deployment, cost: float, gpus) -> float:
     """How much of a limit a plan uses."""
+    if fam.family == "power":
+        pue = scenario.costs.pue
+        return sum(gpus[g.gpu].facility_power_w(pue) * g.gpus_per_instance * g.count / 1e3
+                   for g in plan.instances if g.datacenter == fam.where[0])  # fmt: skip
     if fam.family == "availability":
         dc_id, gpu = fam.where
         return sum(g.gpus_per_instance * g.count for g in plan.instances

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 from pdd_plan.errors import InfeasibleError
 from pdd_plan.model.deployment import Deployment
+from pdd_plan.model.deployment_json import plan_json
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan import elastic as el
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.formulate import formulate
-from pdd_plan.report.deployment_json import plan_json
 
 BIND_REL_TOL = 1e-6  # a slack below this share of the constraint's size binds
 SLA_RELAX = 1.2
@@ -238,10 +238,14 @@ def relaxations(scenario, result, limits: list[dict], run) -> list[dict]:
             out.append(_try(scenario, result, "line_capacity_covers_the_wan_bytes",
                             f"the next line tier offered ({tier.id})", run, relaxed))  # fmt: skip
     for name in sorted(binding):
-        if fams.get(name) != "budget":
+        if fams.get(name) == "budget":
+            relaxed = _with_budget(scenario, name)
+        elif fams.get(name) == "power":
+            relaxed = _with_power(scenario, name)
+        else:
             continue
         out.append(_try(scenario, result, name, f"{subjects[name]}: budget x{BUDGET_RELAX:g}",
-                        run, _with_budget(scenario, name)))  # fmt: skip
+                        run, relaxed))  # fmt: skip
     sla = scenario.sla
     looser = dataclasses.replace(
         scenario,
@@ -265,6 +269,16 @@ def _with_budget(scenario: Scenario, name: str) -> Scenario:
     dcs = tuple(
         dataclasses.replace(dc, budget_usd_per_hour=dc.budget_usd_per_hour * BUDGET_RELAX)
         if name == f"spending_in_{dc.id}_within_its_budget"
+        else dc
+        for dc in scenario.datacenters
+    )
+    return dataclasses.replace(scenario, datacenters=dcs)
+
+
+def _with_power(scenario: Scenario, name: str) -> Scenario:
+    dcs = tuple(
+        dataclasses.replace(dc, power_budget_w=dc.power_budget_w * BUDGET_RELAX)
+        if name == f"power_in_{dc.id}_within_its_budget_kw"
         else dc
         for dc in scenario.datacenters
     )

@@ -116,6 +116,11 @@ def _inventory(prob, scenario: Scenario, usable: list[Candidate], n) -> None:
                     f"{offer.gpu}_in_{dc.id}_within_availability",
                 )
         here = [c for c in usable if c.datacenter == dc.id]
+        if here and dc.power_budget_w is not None:
+            prob += (
+                pulp.lpSum(c.power_w / 1e3 * n[c.key] for c in here) <= dc.power_budget_w / 1e3,
+                f"power_in_{dc.id}_within_its_budget_kw",
+            )
         if here and dc.budget_usd_per_hour is not None:
             prob += (
                 pulp.lpSum(c.price_usd_per_hour * n[c.key] for c in here) <= dc.budget_usd_per_hour,

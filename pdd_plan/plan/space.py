@@ -98,6 +98,21 @@ class Spaces:
             self._bounds[key] = bd.role_bound(self.arch, role, inst, c, routes, self.scenario)
         return self._bounds[key]
 
+    def power_w(self, gpu_id: str) -> float:
+        return self.gpus[gpu_id].facility_power_w(self.scenario.costs.pue)
+
+    def _most_instances(self, dc, offer, gpus_per_instance: int) -> tuple[int, str]:
+        """Instances of a shape the datacenter's availability and power budget allow, and
+        which of the two limits it."""
+        most = MAX_COUNT if offer.max_gpus is None else offer.max_gpus // gpus_per_instance
+        limit = "available"
+        if dc.power_budget_w is not None:
+            per_instance = gpus_per_instance * self.power_w(offer.gpu)
+            powered = int(dc.power_budget_w // per_instance)
+            if powered < most:
+                most, limit = powered, f"within {dc.id}'s power budget"
+        return most, limit
+
     def per_gpu_hour(self, offer) -> float:
         costs = self.scenario.costs
         power = self.gpus[offer.gpu].tdp_w / 1e3 * costs.pue * costs.power_usd_per_kwh
@@ -124,11 +139,11 @@ class Spaces:
                         for i, (_, r) in enumerate(per_dist)
                     ]
                     need = [b.min_count(rate) for b in found]
-                    most = MAX_COUNT if offer.max_gpus is None else offer.max_gpus // n
+                    most, limit = self._most_instances(dc, offer, n)
                     if None in need:
                         pruned[key] = _hopeless(role)
                     elif max(need) > most:
-                        pruned[key] = f"needs at least {max(need)} instances, {most} available"
+                        pruned[key] = f"needs at least {max(need)} instances, {most} {limit}"
                     else:
                         price = n * self.per_gpu_hour(offer)
                         ch = Choice(role, dc.id, gpu.id, n, price, max(need), most)
@@ -187,13 +202,17 @@ class Spaces:
         return Deployment(self.arch, groups, leases, space.policy)
 
     def allowed(self, groups) -> bool:
-        """GPU availability per datacenter and type, and each datacenter's budget."""
+        """GPU availability per datacenter and type, each datacenter's power and budget."""
         used, spent = {}, {}
         for g in groups:
             used[g.datacenter, g.gpu] = used.get((g.datacenter, g.gpu), 0) + g.gpus
         for dc in self.scenario.datacenters:
             for offer in dc.gpus:
                 if offer.max_gpus is not None and used.get((dc.id, offer.gpu), 0) > offer.max_gpus:
+                    return False
+            if dc.power_budget_w is not None:
+                drawn = sum(g.gpus * self.power_w(g.gpu) for g in groups if g.datacenter == dc.id)
+                if drawn > dc.power_budget_w * (1 + 1e-12):
                     return False
             if dc.budget_usd_per_hour is not None:
                 prices = {o.gpu: self.per_gpu_hour(o) for o in dc.gpus}

@@ -122,6 +122,16 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
         "plans conservative by up to the utilisation cap (0.85 by default); never below the SLA",
     ),
     (
+        (
+            "A datacenter's power budget counts GPUs x TDP x PUE (no CPUs, NICs or cooling "
+            "beyond the PUE; GPUs at full TDP)"
+        ),
+        (
+            "fits more GPUs than a budget that includes whole servers; fewer than one that "
+            "counts typical draw"
+        ),
+    ),
+    (
         "`max_bcr` ranks plans that serve between 1x and 1.5x the offered demand",
         "a plan that would win by serving far more traffic than asked is not considered",
     ),
