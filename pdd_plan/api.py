@@ -15,12 +15,12 @@ from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model import evaluate as ev
 from pdd_plan.model import routing as rt
+from pdd_plan.model.deployment_json import plan_json
 from pdd_plan.model.evaluate import DECODE_ROLE, PREFILL_ROLE, Setup, evaluate, prepare
 from pdd_plan.model.queueing import WaitModel
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION, Distribution, Empirical
 from pdd_plan.report.bom import bom_csv
-from pdd_plan.report.deployment_json import plan_json
 from pdd_plan.report.resolved import scenario_json
 from pdd_plan.report.views import scenario_summary
 from pdd_plan.units import GBIT_BITS

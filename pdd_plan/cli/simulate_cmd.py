@@ -26,7 +26,7 @@ def simulate(
 ) -> None:
     """Simulate a deployment request by request: the metrics of `evaluate`, with 95 %
     confidence intervals, from a seeded discrete-event run."""
-    from pdd_plan.report.deployment_json import plan_json
+    from pdd_plan.model.deployment_json import plan_json
     from pdd_plan.report.files import write_atomic
     from pdd_plan.sim.entry import simulate_plan
     from pdd_plan.sim.trace_csv import trace_csv

@@ -74,7 +74,7 @@ def _check_options(unit: str, dist: str, block_tokens: int, plot: str | None, sc
 
 
 def _notes(analysis, workload: dict) -> list[str]:
-    from pdd_plan.trace import stats
+    from pdd_plan.loaders import trace_stats as stats
 
     notes = []
     if not analysis.has_hashes:
@@ -116,7 +116,7 @@ def _notes(analysis, workload: dict) -> list[str]:
 
 
 def _result(analysis, workload: dict, notes: list[str]) -> dict:
-    from pdd_plan.trace import stats
+    from pdd_plan.loaders import trace_stats as stats
 
     inputs = analysis.input_tokens
     a = analysis.arrivals
@@ -243,8 +243,12 @@ def analyze(
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Prefix hit rate (LRU replay), arrival rate, burstiness and lengths of a trace."""
-    from pdd_plan.trace.analyze import analyze as run_analysis
-    from pdd_plan.trace.workload_block import scenario_with_workload, workload_block, workload_yaml
+    from pdd_plan.loaders.trace_analyze import analyze as run_analysis
+    from pdd_plan.loaders.trace_workload import (
+        scenario_with_workload,
+        workload_block,
+        workload_yaml,
+    )
 
     _check_options(cache_unit, dist, block_tokens, plot, scenario_out, base)
     capacities = tuple(
@@ -281,7 +285,7 @@ def analyze(
         )
     figure = None
     if plot:
-        from pdd_plan.trace.plot import hit_vs_capacity_figure
+        from pdd_plan.report.trace_plot import hit_vs_capacity_figure
 
         figure = hit_vs_capacity_figure(analysis, Path(plot).suffix.lower())
     for path, text in outputs.items():

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from pdd_plan.trace.analyze import analyze
+from pdd_plan.loaders.trace_analyze import analyze
 
 # README table: requests, mean input, mean output, span (s), prefix-token hit rate with an
 # infinite cache (token-weighted: cached prompt tokens / all prompt tokens)

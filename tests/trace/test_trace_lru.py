@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdd_plan.trace.lru import PrefixCache
+from pdd_plan.loaders.trace_lru import PrefixCache
 
 
 def reference_hits(requests: list[list[int]], capacity: int | None) -> list[int]:

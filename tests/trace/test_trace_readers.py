@@ -9,8 +9,8 @@ import pytest
 from trace_helpers import row, write_mooncake
 
 from pdd_plan.errors import InputError
+from pdd_plan.loaders.trace_analyze import analyze
 from pdd_plan.loaders.traces import detect_format, read_trace
-from pdd_plan.trace.analyze import analyze
 
 AZURE = (
     "TIMESTAMP,ContextTokens,GeneratedTokens\n"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from trace_helpers import row, write_mooncake
 
-from pdd_plan.trace import stats
-from pdd_plan.trace.analyze import analyze
+from pdd_plan.loaders import trace_stats as stats
+from pdd_plan.loaders.trace_analyze import analyze
 
 
 def test_deterministic_arrivals_have_zero_burstiness():

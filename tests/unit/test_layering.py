@@ -11,6 +11,8 @@ FORBIDDEN = {
     "model": {"pdd_plan.loaders", "pdd_plan.plan", "pdd_plan.sim", "pdd_plan.report",
               "pdd_plan.cli", "yaml", "pulp", "rich", "typer"},
     "loaders": {"pdd_plan.report", "pdd_plan.cli", "pdd_plan.plan", "pdd_plan.sim"},
+    "plan": {"pdd_plan.report", "pdd_plan.cli", "pdd_plan.sim"},
+    "sim": {"pdd_plan.report", "pdd_plan.cli", "pdd_plan.plan"},
     "report": {"pdd_plan.cli"},
 }  # fmt: skip
 

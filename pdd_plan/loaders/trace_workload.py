@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from pdd_plan.loaders import trace_stats as stats
 from pdd_plan.loaders.scenario import MAX_TOKENS, resolve_scenario_path
 from pdd_plan.loaders.strict import load_yaml
-from pdd_plan.trace import stats
-from pdd_plan.trace.analyze import TraceAnalysis
+from pdd_plan.loaders.trace_analyze import TraceAnalysis
 
 DIST_KINDS = ("bins", "empirical")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from pdd_plan.trace.analyze import TraceAnalysis
+from pdd_plan.loaders.trace_analyze import TraceAnalysis
 
 
 def hit_vs_capacity_figure(analysis: TraceAnalysis, suffix: str) -> bytes:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from pdd_plan.errors import InputError
+from pdd_plan.loaders import trace_stats as stats
+from pdd_plan.loaders.trace_lru import PrefixCache
 from pdd_plan.loaders.traces import read_trace
-from pdd_plan.trace import stats
-from pdd_plan.trace.lru import PrefixCache
 
 MOONCAKE_BLOCK_TOKENS = 512
 
