@@ -118,9 +118,9 @@ class Scenario:
     objective: Objective
     policy: Policy
     costs: Costs
-    engine: Engine = field(default_factory=Engine)
     architectures: tuple[str, ...] = ARCHITECTURES
     source_file: str = ""
+    engine: Engine = field(default_factory=Engine)
 
     def datacenter(self, dc_id: str) -> Datacenter:
         return next(dc for dc in self.datacenters if dc.id == dc_id)
