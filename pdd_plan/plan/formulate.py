@@ -6,6 +6,7 @@ Variable and constraint names read as sentences in an LP dump, e.g.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pulp
@@ -76,11 +77,13 @@ def formulate(
     )
     for role, demand in demands.items():
         mine = [c for c in usable if c.role == role]
-        prob += (
-            pulp.lpSum(c.capacity_rps * n[c.key] for c in mine) >= demand.share * rate,
-            f"{role}_capacity_covers_its_demand",
-        )
+        if all(math.isfinite(c.capacity_rps) for c in mine):  # inf: the role gets no tokens
+            prob += (
+                pulp.lpSum(c.capacity_rps * n[c.key] for c in mine) >= demand.share * rate,
+                f"{role}_capacity_covers_its_demand",
+            )
         prob += pulp.lpSum(y[c.key] for c in mine) <= 1, f"one_gpu_type_and_shape_for_{role}"
+        prob += pulp.lpSum(n[c.key] for c in mine) >= 1, f"at_least_one_{role}_instance"
         for c in mine:
             prob += n[c.key] <= MAX_INSTANCES * y[c.key], f"only_the_chosen_type_of_{c.key}"
     if crossing:

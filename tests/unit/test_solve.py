@@ -149,3 +149,20 @@ def test_compare_gives_every_architecture_in_the_shape_of_design(run_cli):
     assert (
         archs["pdd"]["metrics"]["ttft_s"]["p99"] < 0.7 * archs["cdc_pd"]["metrics"]["ttft_s"]["p99"]
     )
+
+
+def test_no_request_for_the_relay_still_solves(catalog, default):
+    """Every hit rate above the highest threshold tried (0.95): no request takes the relay
+    path, RLD gets no tokens (an unbounded capacity per instance); PDD still keeps its one
+    relay instance, idle, and the plan meets the SLA."""
+    from pdd_plan.model.workload import Bins
+
+    hits = Bins((0.96,), (0.99,), (1.0,))
+    high = dataclasses.replace(
+        default, workload=dataclasses.replace(default.workload, prefix_hit_rate=hits)
+    )
+    result = run(catalog, high)
+    assert result.status == "optimal"
+    relay = [g for g in result.deployment.instances if g.role == "relay_decode"]
+    assert [g.count for g in relay] == [1]
+    assert result.metrics.rld_token_share_frac == 0.0
