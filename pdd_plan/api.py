@@ -6,20 +6,28 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from pdd_plan import __version__
-from pdd_plan.errors import InfeasibleError, SaturatedError
+from pdd_plan.errors import InfeasibleError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
-from pdd_plan.model import evaluate as ev
-from pdd_plan.model import routing as rt
 from pdd_plan.model.deployment_json import plan_json
-from pdd_plan.model.evaluate import DECODE_ROLE, PREFILL_ROLE, Setup, evaluate, prepare
-from pdd_plan.model.queueing import WaitModel
+from pdd_plan.model.evaluate import evaluate, prepare
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import DEFAULT_RESOLUTION, Distribution, Empirical
+from pdd_plan.model.workload import DEFAULT_RESOLUTION
+from pdd_plan.plan.variants import (  # noqa: F401  (re-exported: the API's names)
+    GPU_PRICE_FACTORS,
+    HIT_RATE_MEANS,
+    HIT_RATE_RULE,
+    LINE_PRICE_FACTORS,
+    hit_rate_mapper,
+    line_prices_usd_per_month,
+    sensitivity_cases,
+    with_gpu_prices,
+    with_hit_rate_mean,
+    with_line_prices,
+)
+from pdd_plan.report.arithmetic import role_arithmetic
 from pdd_plan.report.bom import bom_csv
 from pdd_plan.report.resolved import scenario_json
 from pdd_plan.report.views import scenario_summary
@@ -159,191 +167,7 @@ def compare_architectures(
     return {"scenario": s.name, "architectures": out}
 
 
-# --- what each role carries ----------------------------------------------------------
-
-
-def _pool_fields(pool) -> dict:
-    g = pool.group
-    return {
-        "datacenter": g.datacenter,
-        "gpu": g.gpu,
-        "gpus_per_instance": g.gpus_per_instance,
-        "instances": g.count,
-    }
-
-
-def _decode_entry(role, pool, load, rate, weights, tokens, context) -> dict:
-    share = float(weights.sum())
-    mass = float(np.dot(weights, tokens))
-    return {
-        "role": role,
-        "stage": "decode",
-        **_pool_fields(pool),
-        "requests_per_s": rate * share,
-        "tokens_per_request": mass / share if share else 0.0,
-        "tokens_per_s": rate * mass,
-        "mean_context_tokens": float(np.dot(weights, tokens * context)) / mass if mass else 0.0,
-        "batch_per_instance": float(load.batch),
-        "max_batch_hbm": int(load.max_batch),
-        "tpot_batch_limit": int(pool.batch_limit),
-        "step_s": float(load.step_s),
-        "utilization_frac": float(load.utilization_frac),
-    }
-
-
-def role_arithmetic(setup: Setup, rate: float) -> list[dict] | None:
-    """What each role carries at `rate`: the quantities `evaluate`'s snapshot computes on
-    the way to its metrics (prefill time and queue per request, decode batch and step),
-    by the same calls in the same order, so the utilisations are the metrics' own. None
-    when a queue saturates at `rate`.
-
-    Prefill utilisation is busy time; decode utilisation is the batch over the batch that
-    fits HBM (what `evaluate` reports for decode roles).
-    """
-    c, routes, arch = setup.classes, setup.routes, setup.deployment.architecture
-    context = c.input_tokens + c.output_tokens / 2
-    try:
-        service, p_wait, p_util = ev._prefill(setup, rate)
-        wan_time = np.zeros(len(c))
-        conn_wait = WaitModel.none()
-        if setup.link is not None:
-            wan, wan_time = ev._wan(setup, rate)
-            conn_wait = wan.connection_wait
-        remote = routes.path != rt.LOCAL if arch in ("pdd", "cdc_pd") else np.ones(len(c), bool)
-        md_weights = c.weight * remote
-        md_tokens = np.where(remote, c.output_tokens, 0.0)
-        label = DECODE_ROLE[arch]
-        md = ev._decode(setup.decode, rate, md_tokens, md_weights, context, label)
-        relay_entry = None
-        if setup.relay is not None:
-            eager, rld_tokens, _, rld = ev._relay(setup, rate, wan_time + conn_wait.mean_s(), md)
-            md_tokens = np.where(remote, np.maximum(c.output_tokens - eager, 0.0), 0.0)
-            md = ev._decode(setup.decode, rate, md_tokens, md_weights, context, label)
-            rld_weights = c.weight * ((routes.path == rt.RELAY) | (routes.path == rt.LOCAL))
-            relay_entry = _decode_entry(
-                "relay_decode", setup.relay, rld, rate, rld_weights, rld_tokens, context
-            )
-    except SaturatedError:
-        return None
-    mean_service = c.mean(service)
-    prefill = {
-        "role": PREFILL_ROLE[arch],
-        "stage": "prefill",
-        **_pool_fields(setup.prefill),
-        "requests_per_s": rate,
-        "mean_input_tokens": c.mean(c.input_tokens),
-        "mean_cached_input_tokens": c.mean(c.cached_tokens),
-        "mean_uncached_input_tokens": c.mean(c.uncached_tokens),
-        "mean_prefill_s": mean_service,
-        "mean_queue_wait_s": p_wait.mean_s(),
-        "instance_capacity_rps": 1.0 / mean_service if mean_service > 0 else 0.0,
-        "utilization_frac": float(p_util),
-    }
-    decode = _decode_entry(
-        DECODE_ROLE[arch], setup.decode, md, rate, md_weights, md_tokens, context
-    )
-    if arch == "colocated":  # prefill steals time from the decode steps of the same instances
-        decode["effective_step_s"] = decode["step_s"] / max(1e-9, 1.0 - p_util)
-    return [e for e in (prefill, relay_entry, decode) if e is not None]
-
-
 # --- the sizing report -----------------------------------------------------------------
-
-HIT_RATE_MEANS = (0.7, 0.95)  # the report's other hit-rate cases
-GPU_PRICE_FACTORS = (0.8, 1.2)
-LINE_PRICE_FACTORS = (2.0,)
-_HIT_RATE_POINTS = 256
-
-HIT_RATE_RULE = (
-    "The hit-rate distribution is moved to mean m by a monotone map of every request's hit "
-    "rate h (mu is the scenario's mean): to raise it, each request's miss rate 1 - h is "
-    "multiplied by (1 - m) / (1 - mu); to lower it, each hit rate is multiplied by m / mu. "
-    "Rates stay in [0, 1], their order is kept, and any alternative mixes get the same map."
-)
-
-
-def _hit_points(d: Distribution) -> tuple[np.ndarray, np.ndarray]:
-    values, weights = d.discretise(_HIT_RATE_POINTS)
-    return np.asarray(values, float), np.asarray(weights, float) / np.sum(weights)
-
-
-def hit_rate_mapper(d: Distribution, target_mean: float):
-    """The map of HIT_RATE_RULE that takes `d`'s mean to `target_mean`."""
-    values, weights = _hit_points(d)
-    mu = float(np.dot(values, weights))
-    if target_mean >= mu:
-        k = (1.0 - target_mean) / (1.0 - mu) if mu < 1.0 else 1.0
-        return lambda h: 1.0 - (1.0 - h) * k
-    k = target_mean / mu if mu > 0.0 else 1.0
-    return lambda h: h * k
-
-
-def _mapped(d: Distribution, mapper) -> Empirical:
-    values, weights = _hit_points(d)
-    mapped = np.clip(mapper(values), 0.0, 1.0)
-    return Empirical(tuple(float(v) for v in mapped), tuple(float(w) for w in weights))
-
-
-def with_hit_rate_mean(s: Scenario, target_mean: float) -> Scenario:
-    """`s` with its hit-rate distribution (and alternatives) moved as HIT_RATE_RULE says."""
-    w = s.workload
-    mapper = hit_rate_mapper(w.prefix_hit_rate, target_mean)
-    workload = dataclasses.replace(
-        w,
-        prefix_hit_rate=_mapped(w.prefix_hit_rate, mapper),
-        hit_rate_alternatives={k: _mapped(v, mapper) for k, v in w.hit_rate_alternatives.items()},
-    )
-    return dataclasses.replace(s, workload=workload)
-
-
-def with_gpu_prices(s: Scenario, factor: float) -> Scenario:
-    """Every GPU offer of every datacenter at `factor` times its price."""
-    dcs = tuple(
-        dataclasses.replace(
-            dc,
-            gpus=tuple(
-                dataclasses.replace(o, price_usd_per_gpu_hour=factor * o.price_usd_per_gpu_hour)
-                for o in dc.gpus
-            ),
-        )
-        for dc in s.datacenters
-    )
-    return dataclasses.replace(s, datacenters=dcs)
-
-
-def line_prices_usd_per_month(s: Scenario, catalog: Catalog) -> dict[str, float]:
-    """The monthly price of every line tier the scenario may lease (overrides applied)."""
-    return {
-        t: s.wan.tier_price_usd_per_month.get(t, catalog.lines[t].price_usd_per_month)
-        for t in s.wan.tiers
-    }
-
-
-def with_line_prices(s: Scenario, factor: float, catalog: Catalog) -> Scenario:
-    prices = {t: factor * p for t, p in line_prices_usd_per_month(s, catalog).items()}
-    return dataclasses.replace(s, wan=dataclasses.replace(s.wan, tier_price_usd_per_month=prices))
-
-
-def sensitivity_cases(s: Scenario, catalog: Catalog) -> list[tuple[str, str, Scenario]]:
-    """(case, what changed, scenario) for the report's other hit rates and prices."""
-    mean = s.workload.prefix_hit_rate.mean()
-    cases = [
-        (
-            f"hit rate {m:g}",
-            f"mean prefix-hit rate {m:g} (scenario {mean:.3g})",
-            with_hit_rate_mean(s, m),
-        )
-        for m in HIT_RATE_MEANS
-    ]
-    cases += [
-        (f"GPU x{f:g}", f"every GPU price x{f:g}", with_gpu_prices(s, f)) for f in GPU_PRICE_FACTORS
-    ]
-    if any(arch in ("pdd", "cdc_pd") for arch in s.architectures):
-        cases += [
-            (f"line x{f:g}", f"every line price x{f:g}", with_line_prices(s, f, catalog))
-            for f in LINE_PRICE_FACTORS
-        ]
-    return cases
 
 
 def sensitivity(

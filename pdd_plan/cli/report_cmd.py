@@ -14,7 +14,7 @@ from pdd_plan.report.files import write_atomic
 
 
 def _hit_means(text: str | None):
-    from pdd_plan.report.report_build import HIT_MEANS
+    from pdd_plan.report_build import HIT_MEANS
 
     if text is None:
         return HIT_MEANS
@@ -43,7 +43,7 @@ def report(
     markdown: str = typer.Option(None, "--markdown", help="also write the Markdown report"),
 ) -> None:
     """Write the sizing report as a self-contained HTML file with its plots."""
-    from pdd_plan.report.report_build import build
+    from pdd_plan.report_build import build
 
     check_architecture(architecture)
     means = _hit_means(hit_rates)

@@ -46,7 +46,7 @@ def _progress(total: int, jobs: int):
 
 def run_with_progress(sweep, jobs: int) -> tuple[list[dict], float]:
     """The sweep's rows with a progress bar (and ETA) on stderr, and the wall time."""
-    from pdd_plan.plan import sweep as sw
+    from pdd_plan import sweep as sw
 
     start = time.perf_counter()
     with _progress(len(sweep.points), jobs) as progress:
@@ -140,8 +140,8 @@ def sweep(
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Solve (or evaluate a plan) at every point of a grid of scenario values."""
+    from pdd_plan import sweep as sw
     from pdd_plan.loaders.catalog import Catalog
-    from pdd_plan.plan import sweep as sw
 
     check_architecture(architecture)
     catalog = Catalog()

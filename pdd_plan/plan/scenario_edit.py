@@ -5,7 +5,7 @@ A key is a path into the scenario YAML: mapping keys and list indices joined by 
 `wan.tier_prices_usd_per_month.wave_10g`). A key the file leaves out but the scenario
 format allows (an optional price, a tier override) is created. Two keys are not in the file
 format: `workload.prefix_hit_rate.mean` (HIT_MEAN_KEY) moves the loaded hit-rate
-distribution to that mean by the sizing report's rule (`pdd_plan.api.HIT_RATE_RULE`), and
+distribution to that mean by the sizing report's rule (`pdd_plan.plan.variants.HIT_RATE_RULE`), and
 `architecture` (ARCH_KEY) is the architecture to plan.
 
 An edited scenario is loaded by the same strict loader as a file, so a value out of range
@@ -114,7 +114,7 @@ def load_data(data: dict, label: str, catalog: Catalog) -> Scenario:
 
 def with_hit_mean(s: Scenario, mean: Any) -> Scenario:
     """`s` with its hit-rate distribution (and alternatives) moved to `mean`."""
-    from pdd_plan.api import with_hit_rate_mean  # the report's rule, defined once
+    from pdd_plan.plan.variants import with_hit_rate_mean  # the report's rule, defined once
 
     ok = isinstance(mean, int | float) and not isinstance(mean, bool) and 0.0 <= mean <= 1.0
     if not ok:

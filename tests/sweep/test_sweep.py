@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pdd_plan import sweep as sw
 from pdd_plan.errors import InputError
-from pdd_plan.plan import sweep as sw
 from pdd_plan.report.sweep_files import METRIC_COLUMNS, csv_text
 
 TINY = Path(__file__).with_name("tiny.yaml")

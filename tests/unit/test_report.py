@@ -25,6 +25,7 @@ from pdd_plan.api import (
     with_line_prices,
 )
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.plan import variants
 from pdd_plan.report.assumptions import ASSUMPTIONS
 from pdd_plan.report.markdown import SECTIONS, _dur, composition, render_report
 
@@ -235,7 +236,7 @@ def test_hit_rate_cases_have_the_asked_mean_and_keep_the_order(catalog, target):
     assert d.mean() == pytest.approx(target, abs=1e-9)
     values = np.array(d.values)
     assert values.min() >= 0.0 and values.max() <= 1.0
-    original = np.array(api._mapped(s.workload.prefix_hit_rate, lambda h: h).values)
+    original = np.array(variants._mapped(s.workload.prefix_hit_rate, lambda h: h).values)
     assert np.all(np.diff(values)[np.diff(original) > 0] >= 0)  # order kept
     assert set(moved.workload.hit_rate_alternatives) == set(s.workload.hit_rate_alternatives)
     # everything else is untouched

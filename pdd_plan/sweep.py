@@ -209,8 +209,8 @@ def _solve_or_evaluate(sweep: Sweep, edits: dict, catalog: Catalog) -> dict:
 def evaluate_loaded(s, plan_path: str, catalog: Catalog, resolution) -> dict:
     """`pdd-plan evaluate`'s result for a scenario already loaded (edited)."""
     from pdd_plan.loaders.plan_file import load_plan
-    from pdd_plan.model.evaluate import evaluate, prepare
     from pdd_plan.model.deployment_json import plan_json
+    from pdd_plan.model.evaluate import evaluate, prepare
 
     deployment = load_plan(plan_path, s, catalog)
     model = catalog.model_for(s) if hasattr(catalog, "model_for") else catalog.model(s.model)

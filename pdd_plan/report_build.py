@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pdd_plan import sweep as sw
 from pdd_plan.errors import InfeasibleError, PddPlanError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import resolve_scenario_path
@@ -28,7 +29,6 @@ from pdd_plan.model.deployment import Deployment, InstanceGroup, LineLease, Rout
 from pdd_plan.model.evaluate import evaluate, prepare
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
-from pdd_plan.plan import sweep as sw
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY, edited
 from pdd_plan.report import plots
 from pdd_plan.report.html import Figure, render_html

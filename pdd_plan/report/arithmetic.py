@@ -1,0 +1,96 @@
+"""What each role of a plan carries: the arithmetic the sizing report shows per role."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pdd_plan.errors import SaturatedError
+from pdd_plan.model import evaluate as ev
+from pdd_plan.model import routing as rt
+from pdd_plan.model.evaluate import DECODE_ROLE, PREFILL_ROLE, Setup
+from pdd_plan.model.queueing import WaitModel
+
+
+def _pool_fields(pool) -> dict:
+    g = pool.group
+    return {
+        "datacenter": g.datacenter,
+        "gpu": g.gpu,
+        "gpus_per_instance": g.gpus_per_instance,
+        "instances": g.count,
+    }
+
+
+def _decode_entry(role, pool, load, rate, weights, tokens, context) -> dict:
+    share = float(weights.sum())
+    mass = float(np.dot(weights, tokens))
+    return {
+        "role": role,
+        "stage": "decode",
+        **_pool_fields(pool),
+        "requests_per_s": rate * share,
+        "tokens_per_request": mass / share if share else 0.0,
+        "tokens_per_s": rate * mass,
+        "mean_context_tokens": float(np.dot(weights, tokens * context)) / mass if mass else 0.0,
+        "batch_per_instance": float(load.batch),
+        "max_batch_hbm": int(load.max_batch),
+        "tpot_batch_limit": int(pool.batch_limit),
+        "step_s": float(load.step_s),
+        "utilization_frac": float(load.utilization_frac),
+    }
+
+
+def role_arithmetic(setup: Setup, rate: float) -> list[dict] | None:
+    """What each role carries at `rate`: the quantities `evaluate`'s snapshot computes on
+    the way to its metrics (prefill time and queue per request, decode batch and step),
+    by the same calls in the same order, so the utilisations are the metrics' own. None
+    when a queue saturates at `rate`.
+
+    Prefill utilisation is busy time; decode utilisation is the batch over the batch that
+    fits HBM (what `evaluate` reports for decode roles).
+    """
+    c, routes, arch = setup.classes, setup.routes, setup.deployment.architecture
+    context = c.input_tokens + c.output_tokens / 2
+    try:
+        service, p_wait, p_util = ev._prefill(setup, rate)
+        wan_time = np.zeros(len(c))
+        conn_wait = WaitModel.none()
+        if setup.link is not None:
+            wan, wan_time = ev._wan(setup, rate)
+            conn_wait = wan.connection_wait
+        remote = routes.path != rt.LOCAL if arch in ("pdd", "cdc_pd") else np.ones(len(c), bool)
+        md_weights = c.weight * remote
+        md_tokens = np.where(remote, c.output_tokens, 0.0)
+        label = DECODE_ROLE[arch]
+        md = ev._decode(setup.decode, rate, md_tokens, md_weights, context, label)
+        relay_entry = None
+        if setup.relay is not None:
+            eager, rld_tokens, _, rld = ev._relay(setup, rate, wan_time + conn_wait.mean_s(), md)
+            md_tokens = np.where(remote, np.maximum(c.output_tokens - eager, 0.0), 0.0)
+            md = ev._decode(setup.decode, rate, md_tokens, md_weights, context, label)
+            rld_weights = c.weight * ((routes.path == rt.RELAY) | (routes.path == rt.LOCAL))
+            relay_entry = _decode_entry(
+                "relay_decode", setup.relay, rld, rate, rld_weights, rld_tokens, context
+            )
+    except SaturatedError:
+        return None
+    mean_service = c.mean(service)
+    prefill = {
+        "role": PREFILL_ROLE[arch],
+        "stage": "prefill",
+        **_pool_fields(setup.prefill),
+        "requests_per_s": rate,
+        "mean_input_tokens": c.mean(c.input_tokens),
+        "mean_cached_input_tokens": c.mean(c.cached_tokens),
+        "mean_uncached_input_tokens": c.mean(c.uncached_tokens),
+        "mean_prefill_s": mean_service,
+        "mean_queue_wait_s": p_wait.mean_s(),
+        "instance_capacity_rps": 1.0 / mean_service if mean_service > 0 else 0.0,
+        "utilization_frac": float(p_util),
+    }
+    decode = _decode_entry(
+        DECODE_ROLE[arch], setup.decode, md, rate, md_weights, md_tokens, context
+    )
+    if arch == "colocated":  # prefill steals time from the decode steps of the same instances
+        decode["effective_step_s"] = decode["step_s"] / max(1e-9, 1.0 - p_util)
+    return [e for e in (prefill, relay_entry, decode) if e is not None]
