@@ -6,10 +6,13 @@ import math
 from dataclasses import dataclass, field
 
 
-def _finite(value):
-    """JSON has no NaN or infinity: an undefined or diverged figure is null."""
+def json_safe(value):
+    """JSON has no NaN or infinity: an undefined or diverged figure is null (in nested
+    dicts and lists too)."""
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
@@ -45,7 +48,7 @@ class Metrics:
         return self.cost_usd_per_hour / tokens_per_hour * 1e6 if tokens_per_hour else None
 
     def to_json(self) -> dict:
-        return _finite(
+        return json_safe(
             {
                 "offered_rps": self.offered_rps,
                 "goodput_rps": self.goodput_rps,

@@ -137,8 +137,24 @@ class Empirical:
 Distribution = Fixed | Bins | TruncatedLognormal | BetaRange | Empirical
 
 
+class PromptTokens:
+    """Cached and computed prompt tokens from `input_tokens` and `hit_rate` arrays."""
+
+    input_tokens: np.ndarray
+    hit_rate: np.ndarray
+
+    @property
+    def cached_tokens(self) -> np.ndarray:
+        return np.floor(self.hit_rate * self.input_tokens)
+
+    @property
+    def uncached_tokens(self) -> np.ndarray:
+        # at least one token is always computed: the last prompt token yields the logits
+        return np.maximum(self.input_tokens - self.cached_tokens, 1.0)
+
+
 @dataclass(frozen=True)
-class RequestClasses:
+class RequestClasses(PromptTokens):
     """The workload as weighted classes of (input length, output length, prefix-hit rate).
 
     The three marginals are taken as independent; every array has one entry per class.
@@ -151,15 +167,6 @@ class RequestClasses:
 
     def __len__(self) -> int:
         return len(self.weight)
-
-    @property
-    def cached_tokens(self) -> np.ndarray:
-        return np.floor(self.hit_rate * self.input_tokens)
-
-    @property
-    def uncached_tokens(self) -> np.ndarray:
-        # at least one token is always computed: the last prompt token yields the logits
-        return np.maximum(self.input_tokens - self.cached_tokens, 1.0)
 
     def mean(self, values: np.ndarray) -> float:
         return float(np.dot(self.weight, values))

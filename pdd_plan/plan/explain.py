@@ -20,12 +20,12 @@ how much (the elastic re-solve of elastic.py).
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from pdd_plan.errors import InfeasibleError
 from pdd_plan.model.deployment import Deployment
 from pdd_plan.model.deployment_json import plan_json
+from pdd_plan.model.metrics import json_safe
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan import elastic as el
@@ -79,7 +79,7 @@ def explain(
     limits = constraint_report(scenario, at)
     run = (model, gpus, tiers, architecture, resolution, time_limit_s)
     m = result.metrics
-    return _finite(
+    return json_safe(
         {
             "scenario": scenario.name,
             "architecture": architecture,
@@ -266,19 +266,21 @@ def _with_budget(scenario: Scenario, name: str) -> Scenario:
         return dataclasses.replace(
             scenario, objective=dataclasses.replace(obj, budget_usd_per_hour=budget)
         )
-    dcs = tuple(
-        dataclasses.replace(dc, budget_usd_per_hour=dc.budget_usd_per_hour * BUDGET_RELAX)
-        if name == f"spending_in_{dc.id}_within_its_budget"
-        else dc
-        for dc in scenario.datacenters
+    return _relaxed_dc_limit(
+        scenario, name, "budget_usd_per_hour", "spending_in_{}_within_its_budget"
     )
-    return dataclasses.replace(scenario, datacenters=dcs)
 
 
 def _with_power(scenario: Scenario, name: str) -> Scenario:
+    return _relaxed_dc_limit(scenario, name, "power_budget_w", "power_in_{}_within_its_budget_kw")
+
+
+def _relaxed_dc_limit(scenario: Scenario, name: str, field: str, constraint: str) -> Scenario:
+    """The datacenter whose limit `constraint` (formatted with its id) is `name`, with
+    that limit x BUDGET_RELAX."""
     dcs = tuple(
-        dataclasses.replace(dc, power_budget_w=dc.power_budget_w * BUDGET_RELAX)
-        if name == f"power_in_{dc.id}_within_its_budget_kw"
+        dataclasses.replace(dc, **{field: getattr(dc, field) * BUDGET_RELAX})
+        if name == constraint.format(dc.id)
         else dc
         for dc in scenario.datacenters
     )
@@ -347,14 +349,3 @@ def plan_changes(a: Deployment, b: Deployment) -> list[str]:
             f"threshold {q.rld_hit_threshold:g} {q.handoff}"
         )
     return lines
-
-
-def _finite(value):
-    """JSON has no NaN or infinity."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from pdd_plan.model.evaluate import binding_role
-from pdd_plan.model.metrics import Metrics
+from pdd_plan.model.metrics import Metrics, json_safe
 from pdd_plan.sim.measure import Measured, sla_checks
 from pdd_plan.sim.run import SimRun
 
@@ -55,14 +55,4 @@ def metrics_json(run: SimRun, m: Measured, goodput_rps: float = math.nan) -> dic
         "warmup_frac": run.config.warmup_frac,
         "window_s": list(m.window_s),
     }
-    return _finite(out)
-
-
-def _finite(value):
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return json_safe(out)

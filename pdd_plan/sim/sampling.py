@@ -16,7 +16,7 @@ from pdd_plan.model.scenario import Workload
 
 
 @dataclass(frozen=True)
-class Requests:
+class Requests(wl.PromptTokens):
     """N requests in arrival order; token counts are whole numbers (as floats)."""
 
     arrival_s: np.ndarray
@@ -26,15 +26,6 @@ class Requests:
 
     def __len__(self) -> int:
         return len(self.arrival_s)
-
-    @property
-    def cached_tokens(self) -> np.ndarray:
-        return np.floor(self.hit_rate * self.input_tokens)
-
-    @property
-    def uncached_tokens(self) -> np.ndarray:
-        # the last prompt token is always computed: it yields the first logits
-        return np.maximum(self.input_tokens - self.cached_tokens, 1.0)
 
 
 def sample(d: wl.Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
