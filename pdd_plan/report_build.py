@@ -32,7 +32,8 @@ from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY, edited
 from pdd_plan.report import plots
 from pdd_plan.report.html import Figure, render_html
-from pdd_plan.report.markdown import ARCH_NAMES, SECTIONS, composition, render_report
+from pdd_plan.report.markdown import SECTIONS, render_report
+from pdd_plan.report.md_format import ARCH_NAMES, composition
 from pdd_plan.report.sweep_files import gpu_groups, group_label
 
 HIT_MEANS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)

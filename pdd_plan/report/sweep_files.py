@@ -9,7 +9,7 @@ import json
 from collections import Counter
 
 from pdd_plan.report.bom import spreadsheet_safe
-from pdd_plan.report.markdown import ROLE_SHORT, composition
+from pdd_plan.report.md_format import ROLE_SHORT, composition
 
 # (header, metrics getter); headers carry their units
 METRIC_COLUMNS = (

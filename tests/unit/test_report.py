@@ -27,7 +27,8 @@ from pdd_plan.api import (
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.plan import variants
 from pdd_plan.report.assumptions import ASSUMPTIONS
-from pdd_plan.report.markdown import SECTIONS, _dur, composition, render_report
+from pdd_plan.report.markdown import SECTIONS, composition, render_report
+from pdd_plan.report.md_format import dur
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"
@@ -124,9 +125,9 @@ def test_the_arithmetic_and_sla_sections_carry_the_json_figures(solved_with_repo
         row = next(r for r in table_rows(arithmetic) if r[0] == role["role"])
         assert row[1] == f"{role['instances']} x {role['gpus_per_instance']} {role['gpu']}"
         if role["stage"] == "prefill":
-            assert row[4] == _dur(role["mean_prefill_s"])
+            assert row[4] == dur(role["mean_prefill_s"])
         else:
-            assert row[9] == _dur(role["step_s"])
+            assert row[9] == dur(role["step_s"])
     rows = table_rows(section(text, "4. SLA check"))[1:]
     checks = result["metrics"]["sla_checks"]
     assert len(rows) == len(checks)
@@ -134,8 +135,8 @@ def test_the_arithmetic_and_sla_sections_carry_the_json_figures(solved_with_repo
         metric, pct, _ = key.split("_")
         assert row == [
             f"{metric.upper()} {pct.upper()}",
-            _dur(check["limit"]),
-            _dur(check["value"]),
+            dur(check["limit"]),
+            dur(check["value"]),
             "yes" if check["value"] <= check["limit"] else "**no**",
         ]
 
