@@ -127,6 +127,7 @@ class Search:
     _cache: dict = field(init=False, default_factory=dict)
     # ruled out by monotonicity; stays true as the threshold rates only rise
     _dead_groups: set = field(init=False, default_factory=set)
+    _base: dict = field(init=False, default_factory=dict)  # (space, picks) -> least counts
     _dead_rows: set = field(init=False, default_factory=set)
     _tried: dict = field(init=False, default_factory=dict)  # group or row -> corner's rate
 
@@ -246,15 +247,25 @@ class Search:
                 key = (id(sp), picks)
                 rate = self.goal.threshold(cost)
                 if key not in self._dead_groups and self._group_alive(sp, picks, cost, rate):
-                    push(cost, "plan", si, picks_at, (0,) * (len(picks) + 1))
+                    # no plan of the group below these counts carries `rate`, the least any
+                    # of its plans must carry (the threshold only rises with cost)
+                    base = tuple(g.count for g in self._needed(sp, picks, rate))
+                    if all(b <= ch.max_count for ch, b in zip(picks, base, strict=True)):
+                        self._base[si, picks_at] = base
+                        start = (0,) * (len(picks) + 1)
+                        cost_at = self._plan_cost(sp, picks, start, base)
+                        push(cost_at, "plan", si, picks_at, start)
                 else:
                     cut += 1
                     self._dead_groups.add(key)
                 continue
-            spans = tuple(ch.max_count - ch.min_count + 1 for ch in picks) + (len(sp.lines),)
-            for nxt in _successors(where, spans):
-                push(self._plan_cost(sp, picks, nxt), "plan", si, picks_at, nxt)
-            counts = tuple(ch.min_count + k for ch, k in zip(picks, where, strict=False))
+            base = self._base[si, picks_at]
+            counts = tuple(b + k for b, k in zip(base, where, strict=False))
+            if not self._allowed(_groups(picks, counts)):
+                continue  # its successors only add instances: they break the same limit
+            spans = tuple(ch.max_count - b + 1 for ch, b in zip(picks, base, strict=True))
+            for nxt in _successors(where, (*spans, len(sp.lines))):
+                push(self._plan_cost(sp, picks, nxt, base), "plan", si, picks_at, nxt)
             self._visit(sp, picks, counts, where[-1], cost)
         g = self.goal
         proven = stopped is None
@@ -269,9 +280,9 @@ class Search:
     def _group_cost(self, sp: Space, at) -> float:
         return self._least(sp, tuple(sp.choices[r][i] for r, i in enumerate(at)))
 
-    def _plan_cost(self, sp: Space, picks, where) -> float:
+    def _plan_cost(self, sp: Space, picks, where, base) -> float:
         gpus = sum(
-            ch.price_usd_per_hour * (ch.min_count + k) for ch, k in zip(picks, where, strict=False)
+            ch.price_usd_per_hour * (b + k) for ch, b, k in zip(picks, base, where, strict=False)
         )
         return gpus + sp.lines[where[-1]].cost_usd_per_hour
 
@@ -293,12 +304,10 @@ class Search:
         its cheapest plan breaks a limit of the scenario, or its corner (the most of every
         role and line a plan under the limit could have) is above its ceiling, or (with
         `check`: evaluated; monotonicity) misses the SLA."""
-        least = [
-            InstanceGroup(ch.role, ch.datacenter, ch.gpu, ch.gpus_per_instance, ch.min_count)
-            for ch in picks
-        ]
-        if not self._allowed(least):
+        if not self._allowed(_groups(picks, [ch.min_count for ch in picks])):
             return False
+        if not self._allowed(self._needed(sp, picks, rate)):
+            return False  # the least instances that carry `rate` already break a limit
         spare = self.goal.limit() - cost
         if math.isfinite(spare):
             counts = [
@@ -314,6 +323,20 @@ class Search:
         if self._ceiling(sp, picks, counts, sp.lines[top]) <= rate:
             return False
         return not check or self.meets(self.deployment(sp, picks, counts, sp.lines[top]), rate)
+
+    def _needed(self, sp: Space, picks, rate: float) -> list[InstanceGroup]:
+        """Each role at the fewest instances its bounds say carry `rate` (no fewer than the
+        space's least): every plan of the group that meets `rate` has at least these, and
+        GPUs, power and money only grow with the counts, so if these break a limit of the
+        scenario, so does every such plan (roles sharing a pool of GPUs, which the
+        per-role bounds alone do not see)."""
+        counts = []
+        for ch in picks:
+            need = [b.min_count(rate) for b in sp.bounds[ch]]
+            if None in need:
+                need = [ch.max_count + 1]  # cannot carry `rate` at all: over any limit
+            counts.append(max(ch.min_count, *need))
+        return _groups(picks, counts)
 
     def _visit(self, sp, picks, counts, line_at, cost) -> None:
         lines = sp.lines
@@ -364,6 +387,13 @@ class Search:
             sum(ch.price_usd_per_hour * ch.min_count for ch in picks)
             + sp.lines[0].cost_usd_per_hour
         )
+
+
+def _groups(picks, counts) -> list[InstanceGroup]:
+    return [
+        InstanceGroup(ch.role, ch.datacenter, ch.gpu, ch.gpus_per_instance, n)
+        for ch, n in zip(picks, counts, strict=True)
+    ]
 
 
 def _successors(at: tuple[int, ...], limits: tuple[int, ...]):
