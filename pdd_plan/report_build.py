@@ -110,7 +110,7 @@ def evaluate_plan(data: dict, label: str, plan: dict, resolution) -> dict | None
     a worker process."""
     catalog = sw.worker_catalog()
     s, _ = edited(data, {}, label, catalog)
-    model = catalog.model_for(s) if hasattr(catalog, "model_for") else catalog.model(s.model)
+    model = catalog.model_for(s)
     try:
         setup = prepare(s, deployment_from_json(plan, catalog), model, catalog.gpus,
                         catalog.lines, resolution)  # fmt: skip

@@ -213,7 +213,7 @@ def evaluate_loaded(s, plan_path: str, catalog: Catalog, resolution) -> dict:
     from pdd_plan.model.evaluate import evaluate, prepare
 
     deployment = load_plan(plan_path, s, catalog)
-    model = catalog.model_for(s) if hasattr(catalog, "model_for") else catalog.model(s.model)
+    model = catalog.model_for(s)
     metrics, _ = evaluate(prepare(s, deployment, model, catalog.gpus, catalog.lines, resolution))
     return {"status": "evaluated", "plan": plan_json(deployment), "metrics": metrics.to_json()}
 

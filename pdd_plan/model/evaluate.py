@@ -290,6 +290,10 @@ def goodput_rps(setup: Setup, rel_tol: float = 1e-3) -> float:
 WAN_TRUST_LIMIT_FRAC = 0.90
 
 
+HBM_BOUND_ROLES = ("decode", "main_decode", "relay_decode")
+HBM_WARN_FRAC = 0.8  # decode batch / the batch that fits HBM
+
+
 def regime_warnings(snap: Snapshot | None) -> tuple[str, ...]:
     """Where the closed forms are known to be optimistic, say so beside the numbers."""
     if snap is None:
@@ -301,6 +305,14 @@ def regime_warnings(snap: Snapshot | None) -> tuple[str, ...]:
             "to capacity saturate the connection pool and queue for seconds, which this "
             "steady-state model does not predict; lease more line or plan below "
             f"{WAN_TRUST_LIMIT_FRAC:.0%}"
+        )
+    decode = {r: u for r, u in snap.utilization_frac.items() if r in HBM_BOUND_ROLES}
+    full = [r for r, u in decode.items() if u >= HBM_WARN_FRAC]
+    if full:
+        out.append(
+            f"{', '.join(full)} at {max(decode[r] for r in full):.0%} of the batch that fits "
+            "HBM: where decode is bound by HBM the simulator carries 14-28 % more goodput "
+            "than this model (benchmarks/agreement.py); the goodput here is conservative"
         )
     if "colocated" in snap.utilization_frac:
         out.append(

@@ -119,7 +119,7 @@ def case_setup(case: Case, repo: Path, catalog: Catalog) -> Setup:
     s = load_scenario(resolve_scenario_path(case.scenario), catalog)
     d = load_plan(repo / case.plan, s, catalog)
     s, d = _override(s, d, case)
-    model = catalog.model(s.model)
+    model = catalog.model_for(s)
     setup = ev.prepare(s, d, model, catalog.gpus, catalog.lines)
     rate = case.load_frac * capacity_rps(setup)
     s = dataclasses.replace(s, workload=dataclasses.replace(s.workload, arrival_rate_per_s=rate))

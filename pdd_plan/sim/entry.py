@@ -35,7 +35,7 @@ def check_options(requests: int, warmup_frac: float, seed: int) -> None:
 def load_setup(scenario: str | Path | None, plan: str | Path, catalog: Catalog) -> Setup:
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
     deployment = load_plan(plan, s, catalog)
-    return prepare(s, deployment, catalog.model(s.model), catalog.gpus, catalog.lines)
+    return prepare(s, deployment, catalog.model_for(s), catalog.gpus, catalog.lines)
 
 
 def simulate_plan(

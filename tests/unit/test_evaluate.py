@@ -147,3 +147,17 @@ def test_evaluate_warns_for_colocated_serving(catalog, paper):
     assert not any("colocated" in w for w in regime_warnings(disaggregated))
     colocated = dataclasses.replace(disaggregated, utilization_frac={"colocated": 0.5})
     assert any("TTFT P90" in w for w in regime_warnings(colocated))
+
+
+def test_evaluate_warns_when_decode_fills_hbm(catalog, paper):
+    """Near the batch that fits HBM the closed-form goodput is conservative against the
+    simulator (benchmarks/agreement.py): a snapshot there must say so, one below must not."""
+    from pdd_plan.model.evaluate import HBM_WARN_FRAC, regime_warnings
+
+    setup = setup_for(catalog, paper, "idc_pd")
+    low = snapshot(setup, 20)
+    assert low.utilization_frac["decode"] < HBM_WARN_FRAC
+    assert not any("HBM" in w for w in regime_warnings(low))
+    high = snapshot(setup, 57)
+    assert high.utilization_frac["decode"] >= HBM_WARN_FRAC
+    assert any("HBM" in w for w in regime_warnings(high))
