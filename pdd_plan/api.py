@@ -114,10 +114,7 @@ def solve_loaded(
             s, result.deployment, catalog.model_for(s), catalog.gpus, catalog.lines, resolution
         )
         out["role_arithmetic"] = role_arithmetic(setup, s.workload.arrival_rate_per_s)
-    prices = {
-        t: s.wan.tier_price_usd_per_month.get(t, catalog.lines[t].price_usd_per_month)
-        for t in catalog.lines
-    }
+    prices = line_prices_usd_per_month(s, catalog)
     bom = bom_csv(out["plan"], s, prices) if out["plan"] else ""
     return out, SolveFiles(result.lp_text, bom, scenario_json(s))
 
@@ -152,7 +149,7 @@ def compare_architectures(
             out.append({**known[arch], "architecture": arch})
             continue
         try:
-            result, _ = solve_scenario(path, arch, catalog, resolution, time_limit_s)
+            result, _ = solve_loaded(s, arch, catalog, resolution, time_limit_s)
         except InfeasibleError as exc:
             result = {
                 "scenario": s.name,
@@ -185,14 +182,21 @@ def sensitivity(
             result, _ = solve_loaded(variant, architecture, catalog, resolution, time_limit_s)
             entry.update(status=result["status"], plan=result["plan"], metrics=result["metrics"])
             if result["status"] == "infeasible":
-                outcomes = dict.fromkeys(a["outcome"] for a in result["solver"]["policies_tried"])
-                entry["reason"] = "no plan meets the SLA" + (
-                    f" (policies tried: {'; '.join(outcomes)})" if outcomes else ""
-                )
+                entry["reason"] = no_plan_reason(result)
         except InfeasibleError as exc:
             entry.update(status="infeasible", plan=None, metrics=None, reason=str(exc))
         out.append(entry)
     return out
+
+
+def policies_tried(result: dict) -> str:
+    """The distinct outcomes of the policies an infeasible solve tried, `; `-joined."""
+    return "; ".join(dict.fromkeys(a["outcome"] for a in result["solver"]["policies_tried"]))
+
+
+def no_plan_reason(result: dict) -> str:
+    tried = policies_tried(result)
+    return "no plan meets the SLA" + (f" (policies tried: {tried})" if tried else "")
 
 
 def explanation(
@@ -203,12 +207,9 @@ def explanation(
     time_limit_s: float = 30.0,
 ) -> dict | None:
     """`pdd_plan.plan.explain.explain` for the report's explain section (which limits of
-    the MILP bind and what relaxing each is worth, each by a re-solve); None where that
-    module is absent, and the section then carries what the solve result says."""
-    try:
-        from pdd_plan.plan.explain import explain
-    except ImportError:
-        return None
+    the MILP bind and what relaxing each is worth, each by a re-solve)."""
+    from pdd_plan.plan.explain import explain
+
     return explain(
         s, catalog.model_for(s), catalog.gpus, catalog.lines, architecture, resolution,
         time_limit_s,

@@ -30,6 +30,7 @@ from pdd_plan.model.evaluate import evaluate, prepare
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY, edited
+from pdd_plan.plan.variants import line_prices_usd_per_month
 from pdd_plan.report import plots
 from pdd_plan.report.html import Figure, render_html
 from pdd_plan.report.markdown import SECTIONS, render_report
@@ -64,8 +65,7 @@ def price_keys(s: Scenario, catalog: Catalog, architecture: str) -> list[tuple[s
         for i, dc in enumerate(s.datacenters) for j, o in enumerate(dc.gpus)
     ]  # fmt: skip
     if architecture in ("pdd", "cdc_pd"):
-        for t in s.wan.tiers:
-            price = s.wan.tier_price_usd_per_month.get(t, catalog.lines[t].price_usd_per_month)
+        for t, price in line_prices_usd_per_month(s, catalog).items():
             out.append((f"line {t}", f"wan.tier_prices_usd_per_month.{t}", price))
     return out
 
@@ -149,10 +149,10 @@ def _solve_base(s: Scenario, architecture: str, catalog: Catalog, resolution, ti
 
     result, _ = api.solve_loaded(s, architecture, catalog, resolution, time_limit_s)
     if result["status"] == "infeasible":
-        outcomes = dict.fromkeys(a["outcome"] for a in result["solver"]["policies_tried"])
         raise InfeasibleError(
             f"{s.name}: no {architecture} plan meets the SLA, so there is nothing to report "
-            f"(policies tried: {'; '.join(outcomes) or 'none'}); `pdd-plan solve` explains why"
+            f"(policies tried: {api.policies_tried(result) or 'none'}); `pdd-plan solve` "
+            "explains why"
         )
     return result
 
@@ -177,7 +177,7 @@ def build(
     points = extra_points(s, catalog, architecture, hit_means)
     sweep = sw.Sweep(str(path), data, points, architecture=architecture,
                      resolution=resolution, time_limit_s=time_limit_s)  # fmt: skip
-    jobs = max(1, min(jobs or sw.default_jobs(), len(sweep.points)))
+    jobs = sw.job_count(jobs, len(sweep.points))
     pool = sw.process_pool(jobs)
     try:
         point_futures = sw.submit_points(pool, sweep)

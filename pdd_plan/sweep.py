@@ -171,13 +171,6 @@ def _with_objective(data: dict, kind: str) -> dict:
 _catalog: Catalog | None = None
 
 
-def _the_catalog() -> Catalog:
-    global _catalog
-    if _catalog is None:
-        _catalog = Catalog()
-    return _catalog
-
-
 def _status_of(exc: Exception) -> str:
     if isinstance(exc, InputError):
         return "bad_value"
@@ -198,10 +191,7 @@ def _solve_or_evaluate(sweep: Sweep, edits: dict, catalog: Catalog) -> dict:
         architecture = edits.get(ARCH_KEY, sweep.architecture)
         result, _ = api.solve_loaded(s, architecture, catalog, sweep.resolution, sweep.time_limit_s)
         if result["status"] == "infeasible":
-            outcomes = dict.fromkeys(a["outcome"] for a in result["solver"]["policies_tried"])
-            result["error"] = "no plan meets the SLA" + (
-                f" (policies tried: {'; '.join(outcomes)})" if outcomes else ""
-            )
+            result["error"] = api.no_plan_reason(result)
         return result
     return evaluate_loaded(s, sweep.plan_path, catalog, sweep.resolution)
 
@@ -226,7 +216,7 @@ def run_point(sweep: Sweep, index: int, catalog: Catalog | None = None) -> dict:
     row: dict[str, Any] = {"index": index, "values": dict(edits), "status": None, "error": None,
                            "plan": None, "metrics": None}  # fmt: skip
     try:
-        result = _solve_or_evaluate(sweep, edits, catalog or _the_catalog())
+        result = _solve_or_evaluate(sweep, edits, catalog or worker_catalog())
         row.update(status=result["status"], plan=result["plan"], metrics=result["metrics"],
                    error=result.get("error"))  # fmt: skip
     except Exception as exc:  # a point never aborts the sweep
@@ -242,11 +232,15 @@ def run_point(sweep: Sweep, index: int, catalog: Catalog | None = None) -> dict:
 
 def worker_catalog() -> Catalog:
     """The catalog of this process, loaded once."""
-    return _the_catalog()
+    global _catalog
+    if _catalog is None:
+        _catalog = Catalog()
+    return _catalog
 
 
-def default_jobs() -> int:
-    return os.cpu_count() or 1
+def job_count(jobs: int | None, points: int) -> int:
+    """Processes for `points` points: `jobs` (default: one per CPU), at most one a point."""
+    return max(1, min(jobs or os.cpu_count() or 1, points))
 
 
 def process_pool(jobs: int) -> ProcessPoolExecutor:
@@ -291,7 +285,7 @@ def run(
 ) -> list[dict]:
     """Every point of `sweep`, in point order: with `jobs` 1 here, one after another, else
     in that many worker processes (`process_pool`). `on_done` sees each row as it ends."""
-    jobs = max(1, min(jobs or default_jobs(), len(sweep.points)))
+    jobs = job_count(jobs, len(sweep.points))
     if jobs == 1:
         rows = []
         for i in range(len(sweep.points)):

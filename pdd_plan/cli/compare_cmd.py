@@ -7,8 +7,7 @@ from collections import Counter
 import typer
 
 from pdd_plan.cli.output import Format, print_json, table
-
-NAMES = {"pdd": "PDD", "cdc_pd": "CDC-PD", "idc_pd": "IDC-PD", "colocated": "colocated"}
+from pdd_plan.report.md_format import ARCH_NAMES
 
 
 def _gpus(plan: dict) -> str:
@@ -36,7 +35,7 @@ def compare(
     for arch, r in by_arch.items():
         m = r.get("metrics")
         if not m:
-            rows.append([NAMES[arch], "infeasible", "-", "-", "-", "-", "-", "-", "-", "-"])
+            rows.append([ARCH_NAMES[arch], "infeasible", "-", "-", "-", "-", "-", "-", "-", "-"])
             continue
         ratio = (
             m["bcr_rps_per_usd_hour"] / base["bcr_rps_per_usd_hour"]
@@ -46,7 +45,7 @@ def compare(
         ttft = m["ttft_s"]
         rows.append(
             [
-                NAMES[arch],
+                ARCH_NAMES[arch],
                 f"{m['cost_usd_per_hour']:,.0f}",
                 f"{m['goodput_rps']:.3g}",
                 f"{m['bcr_rps_per_usd_hour']:.4g}",

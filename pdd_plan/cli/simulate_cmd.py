@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from pdd_plan.cli.evaluate_cmd import _seconds
 from pdd_plan.cli.output import Format, console, print_json, table
-
-
-def _seconds(value) -> str:
-    return "-" if value is None else f"{value:,.3g} s" if value >= 0.1 else f"{value * 1e3:,.3g} ms"
 
 
 def simulate(

@@ -11,12 +11,13 @@ from pdd_plan import __version__
 from pdd_plan.cli.evaluate_cmd import print_result
 from pdd_plan.cli.output import Format, check_architecture, console, print_json
 from pdd_plan.errors import InfeasibleError
-from pdd_plan.plan.formulate import MIP_GAP_REL
 from pdd_plan.report.files import write_atomic
 
 
 def write_outputs(folder: Path, result: dict, files, report_md: str | None = None) -> None:
     """Every file goes in whole or not at all (each is written atomically)."""
+    from pdd_plan.plan.formulate import MIP_GAP_REL  # PuLP: not at every command's start
+
     run = {
         "version": __version__,
         "solver": result["solver"]["name"],

@@ -92,15 +92,9 @@ def write_out(folder: Path, sweep, rows: list[dict], info: dict, scenario_mean: 
     for name, fig in sweep_figures(rows, keys, scenario_mean).items():
         svg, png = render(fig)
         write_atomic(folder / f"{name}.svg", svg)
-        _write_bytes_atomic(folder / f"{name}.png", png)
+        write_atomic(folder / f"{name}.png", png)
         names += [f"{name}.svg", f"{name}.png"]
     return names
-
-
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
 
 
 def _print_table(sweep, rows: list[dict]) -> None:
@@ -147,7 +141,7 @@ def sweep(
     catalog = Catalog()
     spec = sw.prepare(scenario, vary, objective, architecture, plan, time_limit_s=time_limit,
                       catalog=catalog)  # fmt: skip
-    jobs = max(1, min(jobs or sw.default_jobs(), len(spec.points)))
+    jobs = sw.job_count(jobs, len(spec.points))
     rows, wall_s = run_with_progress(spec, jobs)
     info = summary(spec, rows, jobs, wall_s)
     if out:

@@ -3,9 +3,7 @@ as a summary and as a scenario `workload:` block."""
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import typer
@@ -39,18 +37,6 @@ def parse_capacity(text: str, option: str) -> int | None:
 
 def _to_blocks(capacity: int | None, unit: str, block_tokens: int) -> int | None:
     return capacity if capacity is None or unit == "blocks" else capacity // block_tokens
-
-
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _check_options(unit: str, dist: str, block_tokens: int, plot: str | None, scenario_out, base):
@@ -291,7 +277,7 @@ def analyze(
     for path, text in outputs.items():
         write_atomic(path, text)
     if figure is not None:
-        _write_bytes_atomic(Path(plot), figure)
+        write_atomic(Path(plot), figure)
     result = _result(analysis, block, notes)
     if format is Format.json:
         print_json(result)

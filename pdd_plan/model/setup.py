@@ -83,9 +83,8 @@ def deployment_cost_usd_per_hour(scenario: Scenario, deployment: Deployment, gpu
         offer = next(o for o in scenario.datacenter(g.datacenter).gpus if o.gpu == g.gpu)
         per_gpu = offer.price_usd_per_gpu_hour
         if scenario.costs.include_power:
-            per_gpu += (
-                gpus[g.gpu].tdp_w / 1e3 * scenario.costs.pue * scenario.costs.power_usd_per_kwh
-            )
+            kw = gpus[g.gpu].facility_power_w(scenario.costs.pue) / 1e3
+            per_gpu += kw * scenario.costs.power_usd_per_kwh
         total += g.gpus * per_gpu
     for lease in deployment.lines:
         monthly = scenario.wan.tier_price_usd_per_month.get(

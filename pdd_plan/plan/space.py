@@ -115,7 +115,7 @@ class Spaces:
 
     def per_gpu_hour(self, offer) -> float:
         costs = self.scenario.costs
-        power = self.gpus[offer.gpu].tdp_w / 1e3 * costs.pue * costs.power_usd_per_kwh
+        power = self.power_w(offer.gpu) / 1e3 * costs.power_usd_per_kwh
         return offer.price_usd_per_gpu_hour + (power if costs.include_power else 0.0)
 
     def space(self, policy) -> Space:

@@ -7,13 +7,15 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path | str, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename it into place."""
+def write_atomic(path: Path | str, text: str | bytes) -> None:
+    """Write text (UTF-8) or bytes to a temporary file beside `path`, then rename it into
+    place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        binary = isinstance(text, bytes)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
     except BaseException:

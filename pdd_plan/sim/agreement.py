@@ -133,7 +133,6 @@ class Row:
     closed: dict[str, float]
     simulated: dict[str, Estimate]
     measured: Measured
-    closed_goodput_rps: float = math.nan
 
 
 def compare(case: Case, repo: Path, requests: int, seed: int = 1, catalog=None) -> Row:

@@ -27,13 +27,6 @@ class Estimate:
     low: float
     high: float
 
-    @property
-    def half_width_frac(self) -> float:
-        """Half the interval's width relative to the estimate (inf for a zero estimate)."""
-        if self.value == 0:
-            return 0.0 if self.high == self.low else math.inf
-        return (self.high - self.low) / 2 / abs(self.value)
-
     def to_json(self) -> dict:
         return {"value": self.value, "ci95_low": self.low, "ci95_high": self.high}
 

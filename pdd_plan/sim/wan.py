@@ -53,11 +53,6 @@ def flow_phases(link: WanLink, payload_bits: np.ndarray):
     return first, np.asarray(first_s, float), payload_bits - first
 
 
-def lone_flow_s(link: WanLink, payload_bits: float) -> float:
-    """A single flow on an idle line: slow start, body at the cap, one RTT."""
-    return float(send_time_s(payload_bits, link.flow_cap_bits_per_s, link)) + link.rtt_s
-
-
 def simulate_wan(link: WanLink, ready_s: np.ndarray, payload_bits: np.ndarray) -> WanRun:
     """Run every flow that becomes ready at `ready_s` with `payload_bits` (0: nothing to
     send, done at once) through the pool and the shared line."""

@@ -198,5 +198,5 @@ def test_an_instance_or_a_line_more_never_breaks_the_sla(seed, pick, where):
         lines = (dataclasses.replace(first, count=first.count + 1), *plan.lines[1:])
         more = dataclasses.replace(plan, lines=lines)
     else:
-        more = plan
+        assume(False)  # nothing to add: not an example of the property
     assert meets(s, more, rate)

@@ -55,14 +55,13 @@ def test_a_budget_the_optimum_meets_changes_nothing(catalog, default, free):
     assert again.metrics.cost_usd_per_hour == pytest.approx(free.metrics.cost_usd_per_hour)
 
 
-def test_a_tight_budget_is_kept_or_named(catalog, default, free):
+def test_a_budget_under_the_optimum_s_draw_has_no_plan(catalog, default, free):
+    """Every dc_a plan of the default needs 72 H100 (P 2 x 24, RLD 24; the CLI test below
+    checks the 65.5 kW by hand), so 90 % of that draw leaves no plan: solve must say
+    infeasible, not return a plan over the budget."""
     used = drawn_kw(catalog, default, free.deployment, "dc_a")
     result = run(catalog, with_power(default, "dc_a", used * 0.9))
-    if result.status == "infeasible":
-        return  # the CLI test below checks the reason given
-    assert drawn_kw(catalog, default, result.deployment, "dc_a") <= used * 0.9 + 1e-9
-    free_bcr = free.metrics.goodput_rps / free.metrics.cost_usd_per_hour
-    assert result.metrics.goodput_rps / result.metrics.cost_usd_per_hour <= free_bcr * 1.000001
+    assert result.status == "infeasible" and result.deployment is None
 
 
 def test_cli_names_the_power_shortfall_by_hand(run_cli, tmp_path):
