@@ -2,7 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# C0 and C1 controls (ESC, CR, LF, the 8-bit CSI ...), DEL, the Unicode line and
+# paragraph separators and the bidirectional overrides: characters that move a terminal's
+# cursor, start an escape sequence, split a line or reorder what the reader sees
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """User text for one line of a terminal or log: every control character shown as its
+    escape (ESC as `\\x1b`, a newline as `\\n`), so that a name can neither forge a
+    second `error:` line nor move the cursor. Idempotent; other text is unchanged."""
+    return _CONTROL.sub(_escape, str(text))
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    named = {9: "\\t", 10: "\\n", 13: "\\r"}
+    return named.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 class PddPlanError(Exception):
@@ -22,9 +41,10 @@ class Problem:
     hint: str = ""
 
     def line(self) -> str:
+        """One line whatever the user text holds (`visible`)."""
         where = f"{self.file}: {self.key_path}" if self.key_path else self.file
         text = f"{where}: found {self.found}; expected {self.expected}"
-        return f"{text} ({self.hint})" if self.hint else text
+        return visible(f"{text} ({self.hint})" if self.hint else text)
 
 
 class InputError(PddPlanError):

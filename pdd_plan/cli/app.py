@@ -26,7 +26,7 @@ from pdd_plan.cli import (
     sweep_cmd,
     trace_cmd,
 )
-from pdd_plan.errors import PddPlanError
+from pdd_plan.errors import PddPlanError, visible
 
 app = typer.Typer(
     name="pdd-plan",
@@ -57,7 +57,7 @@ def version() -> None:
 
 def _fail(lines: list[str], code: int) -> None:
     for line in lines:
-        sys.stderr.write(f"error: {line}\n")
+        sys.stderr.write(f"error: {visible(line)}\n")  # user text cannot forge a line
     sys.exit(code)
 
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     except PddPlanError as exc:
         if debug:
             raise
-        _fail(str(exc).splitlines() or [type(exc).__name__], exc.exit_code)
+        _fail((str(exc) or type(exc).__name__).split("\n"), exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:
