@@ -8,6 +8,7 @@ from pathlib import Path
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog, data_dir
 from pdd_plan.loaders.distributions import distribution
+from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
@@ -30,10 +31,10 @@ def resolve_scenario_path(name_or_path: str | None) -> Path:
     if name_or_path is None:
         return scenarios_dir() / "default.yaml"
     path = Path(name_or_path)
-    if path.exists() or path.suffix in (".yaml", ".yml", ".json") or "/" in name_or_path:
+    if path_exists(path) or path.suffix in (".yaml", ".yml", ".json") or "/" in name_or_path:
         return path
     shipped = scenarios_dir() / f"{name_or_path}.yaml"
-    if not shipped.exists():
+    if not path_exists(shipped):
         names = sorted(p.stem for p in scenarios_dir().glob("*.yaml"))
         raise InputError.single(
             name_or_path,

@@ -16,8 +16,20 @@ from typing import Any
 import yaml
 
 from pdd_plan.errors import InputError, Problem
+from pdd_plan.loaders.input_files import MIB, read_input_bytes, shown_path
 
-MAX_FILE_BYTES = 20 * 1024 * 1024
+# Size caps per kind of file: far above any real one (the shipped files are under 20 KiB, a
+# scenario with 10,000 bins about 600 KiB), low enough that parsing the largest allowed
+# file takes about a second, not a minute and gigabytes.
+DEFAULT_FILE_BYTES = MIB
+FILE_CAPS = (
+    ("a pdd-plan scenario", MIB),
+    ("a pdd-plan plan file", 256 * 1024),
+    ("a Hugging Face config", 2 * MIB),
+    ("a GPU catalog entry", 256 * 1024),
+    ("a model catalog entry", 256 * 1024),
+)
+MAX_LIST_ITEMS = 10_000  # items of one list (or keys of one mapping) in any input file
 MAX_DEPTH = 40
 ID_PATTERN = re.compile(r"^[a-z0-9_]+$")
 
@@ -60,10 +72,27 @@ def _render_path(where, max_parts: int = 8) -> str:
 _SafeBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class _TooLong(yaml.YAMLError):
+    """A list (or mapping) with more items than any input needs: refused before it is
+    built, so a file of a million list items costs its parse, not a minute of building."""
+
+    def __init__(self, node, kind: str):
+        super().__init__(kind)
+        self.mark, self.kind, self.count = node.start_mark, kind, len(node.value)
+
+
 class _StrictLoader(_SafeBase):
-    """`safe_load` that refuses a mapping with a key given twice (YAML keeps the last)."""
+    """`safe_load` that refuses a mapping with a key given twice (YAML keeps the last)
+    and a list or mapping of more than MAX_LIST_ITEMS items."""
+
+    def construct_sequence(self, node, deep=False):
+        if isinstance(node, yaml.SequenceNode) and len(node.value) > MAX_LIST_ITEMS:
+            raise _TooLong(node, "list")
+        return super().construct_sequence(node, deep=deep)
 
     def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode) and len(node.value) > MAX_LIST_ITEMS:
+            raise _TooLong(node, "mapping")
         seen = set()
         for key_node, _ in node.value:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
@@ -90,22 +119,15 @@ _StrictLoader.add_implicit_resolver(
 )
 
 
+def max_file_bytes(what: str) -> int:
+    """The size cap of a kind of input file (`what` as the loaders name it)."""
+    return next((cap for start, cap in FILE_CAPS if what.startswith(start)), DEFAULT_FILE_BYTES)
+
+
 def load_yaml(path: Path | str, what: str = "a YAML file") -> Any:
     """Parse a YAML (or JSON) file with `safe_load`; any failure is one clear InputError."""
-    path = Path(path)
-    name = str(path)
-    if not path.exists():
-        raise InputError.single(name, "", "no such file", what)
-    if path.is_dir():
-        raise InputError.single(name, "", "a directory", what)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError.single(name, "", f"an unreadable file ({exc.strerror})", what) from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError.single(
-            name, "", f"{len(raw):,} bytes", f"{what} under {MAX_FILE_BYTES:,} bytes"
-        )
+    name = shown_path(path)
+    raw = read_input_bytes(path, what, max_file_bytes(what))
     if b"\x00" in raw:
         raise InputError.single(name, "", "binary data (NUL bytes)", f"{what} (UTF-8 text)")
     try:
@@ -118,6 +140,10 @@ def load_yaml(path: Path | str, what: str = "a YAML file") -> Any:
         raise InputError.single(name, "", "an empty file", what)
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no arbitrary objects
+    except _TooLong as exc:
+        where = f"line {exc.mark.line + 1}, column {exc.mark.column + 1}"
+        found = f"a {exc.kind} of {exc.count:,} items"
+        raise InputError.single(name, where, found, f"at most {MAX_LIST_ITEMS:,} items") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
