@@ -9,6 +9,7 @@ import typer
 import yaml
 
 from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.hf_config import import_hf_config
@@ -143,6 +144,7 @@ def import_config(
     format: Format = FORMAT,
 ) -> None:
     """Turn a Hugging Face config.json into a catalog entry (printed, or written with -o)."""
+    check_outputs([config], {"--output": output})
     data = load_yaml(config, "a Hugging Face config.json")  # JSON is YAML
     name = name or config.stem.removesuffix("_config")
     model_id = model_id or "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_")
@@ -156,6 +158,7 @@ def import_config(
         )
     if output:
         write_atomic(output, text)
-        console.print(f"wrote {output}")
+        if str(output) != "-":  # `-o -` is the entry itself on stdout
+            console.print(f"wrote {output}")
     else:
         typer.echo(text, nl=False)

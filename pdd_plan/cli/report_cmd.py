@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.output import check_architecture, console
+from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.report.files import write_atomic
 
@@ -46,6 +47,7 @@ def report(
     from pdd_plan.report_build import build
 
     check_architecture(architecture)
+    check_outputs([scenario], {"--output": output, "--markdown": markdown})
     means = _hit_means(hit_rates)
     start = time.perf_counter()
 

@@ -6,6 +6,7 @@ import typer
 
 from pdd_plan.cli.evaluate_cmd import _seconds
 from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output_paths import check_outputs
 
 
 def simulate(
@@ -28,6 +29,7 @@ def simulate(
     from pdd_plan.sim.entry import simulate_plan
     from pdd_plan.sim.trace_csv import trace_csv
 
+    check_outputs([scenario, plan], {"--trace-out": trace_out})
     metrics, run = simulate_plan(scenario, plan, requests, seed, warmup_frac)
     result = {
         "scenario": run.setup.scenario.name,

@@ -10,12 +10,13 @@ import typer
 from pdd_plan import __version__
 from pdd_plan.cli.evaluate_cmd import print_result
 from pdd_plan.cli.output import Format, check_architecture, console, print_json
+from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InfeasibleError
-from pdd_plan.report.files import write_atomic
+from pdd_plan.report.files import write_atomic, write_folder
 
 
 def write_outputs(folder: Path, result: dict, files, report_md: str | None = None) -> None:
-    """Every file goes in whole or not at all (each is written atomically)."""
+    """The folder is built aside and swapped in whole: never half-written, never mixed."""
     from pdd_plan.plan.formulate import MIP_GAP_REL  # PuLP: not at every command's start
 
     run = {
@@ -34,8 +35,7 @@ def write_outputs(folder: Path, result: dict, files, report_md: str | None = Non
     }
     if report_md is not None:
         contents["report.md"] = report_md
-    for name, text in contents.items():
-        write_atomic(folder / name, text)
+    write_folder(folder, contents)
 
 
 def solve(
@@ -58,6 +58,8 @@ def solve(
     from pdd_plan.api import sizing_report, solve_scenario
 
     check_architecture(architecture)
+    outputs = {"--dump-lp": dump_lp, "--bom": bom, "--report": report}
+    check_outputs([scenario], outputs, {"--out": out})
     result, files = solve_scenario(scenario, architecture, time_limit_s=time_limit)
     if result["status"] == "infeasible":  # the limit that cannot be met, by how much
         from pdd_plan.api import infeasibility_reason

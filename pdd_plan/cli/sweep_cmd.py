@@ -10,7 +10,8 @@ import typer
 
 from pdd_plan import __version__
 from pdd_plan.cli.output import Format, check_architecture, console, print_json, table
-from pdd_plan.report.files import write_atomic
+from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.report.files import write_folder
 
 VARY_HELP = (
     "KEY=START:STOP:STEP (stop included) or KEY=V1,V2,...; KEY is a dotted path into the "
@@ -58,7 +59,11 @@ def run_with_progress(sweep, jobs: int) -> tuple[list[dict], float]:
             failed += row["status"] not in ("optimal", "feasible", "evaluated")
             progress.update(task, advance=1, failed=failed)
 
-        rows = sw.run(sweep, jobs, on_done=done)
+        try:
+            rows = sw.run(sweep, jobs, on_done=done)
+        except BaseException:
+            progress.console.quiet = True  # an interrupt's one error line stands alone
+            raise
     return rows, time.perf_counter() - start
 
 
@@ -79,22 +84,22 @@ def summary(sweep, rows: list[dict], jobs: int, wall_s: float) -> dict:
 
 
 def write_out(folder: Path, sweep, rows: list[dict], info: dict, scenario_mean: float) -> list[str]:
-    """sweep.csv, sweep.json, run.json and every plot as SVG and PNG; each file atomic."""
+    """sweep.csv, sweep.json, run.json and every plot as SVG and PNG, all rendered first,
+    then the folder swapped in whole (never half-written, never mixed with another run)."""
     from pdd_plan.report.plots import render
     from pdd_plan.report.sweep_files import csv_text, json_text
     from pdd_plan.report.sweep_plots import sweep_figures
 
     keys = [a.key for a in sweep.axes]
-    write_atomic(folder / "sweep.csv", csv_text(rows, keys))
-    write_atomic(folder / "sweep.json", json_text(info, rows))
-    write_atomic(folder / "run.json", json.dumps(info, indent=2) + "\n")
-    names = ["sweep.csv", "sweep.json", "run.json"]
+    contents = {
+        "sweep.csv": csv_text(rows, keys),
+        "sweep.json": json_text(info, rows),
+        "run.json": json.dumps(info, indent=2) + "\n",
+    }
     for name, fig in sweep_figures(rows, keys, scenario_mean).items():
-        svg, png = render(fig)
-        write_atomic(folder / f"{name}.svg", svg)
-        write_atomic(folder / f"{name}.png", png)
-        names += [f"{name}.svg", f"{name}.png"]
-    return names
+        contents[f"{name}.svg"], contents[f"{name}.png"] = render(fig)
+    write_folder(folder, contents)
+    return list(contents)
 
 
 def _print_table(sweep, rows: list[dict]) -> None:
@@ -138,6 +143,7 @@ def sweep(
     from pdd_plan.loaders.catalog import Catalog
 
     check_architecture(architecture)
+    check_outputs([scenario, plan], folders={"--out": out})
     catalog = Catalog()
     spec = sw.prepare(scenario, vary, objective, architecture, plan, time_limit_s=time_limit,
                       catalog=catalog)  # fmt: skip

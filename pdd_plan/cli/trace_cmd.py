@@ -10,6 +10,7 @@ import typer
 import yaml
 
 from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.report.files import write_atomic
 
@@ -237,6 +238,8 @@ def analyze(
     )
 
     _check_options(cache_unit, dist, block_tokens, plot, scenario_out, base)
+    outs = {"--workload-out": workload_out, "--scenario-out": scenario_out, "--plot": plot}
+    check_outputs([file, base], outs)
     capacities = tuple(
         _to_blocks(parse_capacity(c, "--cache-capacity"), cache_unit, block_tokens)
         for c in cache_capacity.split(",")

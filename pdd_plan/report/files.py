@@ -1,23 +1,206 @@
-"""Atomic file output: a failed run never leaves a half-written file behind."""
+"""Output files, all or nothing.
+
+- `-` is standard output.
+- A symbolic link is followed (through a chain) and its final target is replaced; the
+  link stays a link. A dangling link creates its target, as the shell's `>` would.
+- A FIFO or a character device is written straight through, with no temporary file and
+  no rename: renaming over it would break its reader (as root, it would replace a device
+  node for the whole machine).
+- Anything else gets a temporary file beside the final target with a short fixed-length
+  name (so any legal file name works), created with mode 0o666 less the umask like a plain
+  `open` (or with the mode of the file it replaces), synced, then renamed over the target.
+- A folder is built whole in a fresh sibling and swapped in; the folder it replaces is
+  removed only after the new one is in place, so a run folder never mixes two runs.
+An interrupted write leaves the target as it was. A failed write is an `InputError`.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
 import os
-import tempfile
+import secrets
+import shutil
+import stat
+import sys
+from collections.abc import Mapping
 from pathlib import Path
+
+from pdd_plan.errors import InputError
+
+STDOUT = "-"
+_WRITE_THROUGH = (stat.S_ISFIFO, stat.S_ISCHR)
+
+
+def resolved(path: Path | str) -> Path:
+    """The file a write to `path` lands in: every symbolic link followed."""
+    return Path(os.path.realpath(path))
+
+
+def writes_through(mode: int) -> bool:
+    """Whether a file of this `st_mode` is written in place (FIFO, character device)."""
+    return any(test(mode) for test in _WRITE_THROUGH)
+
+
+def temp_sibling(folder: Path, make) -> Path:
+    """A fresh name in `folder` made with `make(path)` (which must fail if it exists):
+    22 characters whatever the target's name, so a 255-character name still works."""
+    for _ in range(100):
+        path = folder / f".pdd-{secrets.token_hex(6)}.tmp"
+        try:
+            make(path)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
+
+
+def new_file(path: Path) -> int:
+    """Create `path` (it must not exist) for writing, 0o666 less the umask."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _as_bytes(data: str | bytes) -> bytes:
+    return data if isinstance(data, bytes) else data.encode("utf-8")
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename durable; some file systems cannot sync a folder, which is harmless."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_error(path: Path | str, exc: OSError) -> InputError:
+    reason = exc.strerror or type(exc).__name__
+    return InputError.single(
+        str(path), "", f"{reason} (errno {exc.errno}) while writing", "a file path it can write"
+    )
 
 
 def write_atomic(path: Path | str, text: str | bytes) -> None:
-    """Write text (UTF-8) or bytes to a temporary file beside `path`, then rename it into
-    place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write text (UTF-8) or bytes to `path` whole or not at all (see the module's rules)."""
+    data = _as_bytes(text)
+    if str(path) == STDOUT:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    target = resolved(path)
     try:
-        binary = isinstance(text, bytes)
-        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        try:
+            info = os.stat(target)
+        except FileNotFoundError:
+            info = None
+        if info is not None and writes_through(info.st_mode):
+            with open(target, "wb") as handle:
+                handle.write(data)
+            return
+        _replace(target, data, info)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+
+
+def _replace(target: Path, data: bytes, old: os.stat_result | None) -> None:
+    tmp = temp_sibling(target.parent, lambda p: os.close(new_file(p)))
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            if old is not None:  # replacing a file keeps its mode (and owner, as root)
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                _keep_owner(fd, old)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    _sync_folder(target.parent)
+
+
+def _keep_owner(fd: int, old: os.stat_result) -> None:
+    if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+        with contextlib.suppress(OSError):
+            os.fchown(fd, old.st_uid, old.st_gid)
+
+
+def write_folder(path: Path | str, contents: Mapping[str, str | bytes]) -> None:
+    """Make `path` a folder holding exactly `contents` (name -> text or bytes): built in a
+    fresh sibling, then swapped in whole; an existing folder is removed only afterwards."""
+    target = resolved(path)
+    try:
+        old = os.stat(target) if target.exists() else None
+        tmp = temp_sibling(target.parent, lambda p: os.mkdir(p, 0o777))
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    try:
+        if old is not None:
+            os.chmod(tmp, stat.S_IMODE(old.st_mode))
+        for name, data in contents.items():
+            fd = new_file(tmp / name)
+            try:
+                _write_all(fd, _as_bytes(data))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _sync_folder(tmp)
+        _swap_in(tmp, target, old is not None)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise write_error(path, exc) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _swap_in(new: Path, target: Path, exists: bool) -> None:
+    """Put folder `new` at `target`; after an exchange `new` holds the old folder, which is
+    then removed (an interrupt at that point leaves only a hidden sibling behind)."""
+    if not exists:
+        os.rename(new, target)
+    elif _exchange(new, target):
+        shutil.rmtree(new, ignore_errors=True)
+    else:  # no atomic exchange here: the old folder steps aside for a moment
+        aside = temp_sibling(target.parent, lambda p: os.mkdir(p, 0o700))
+        os.rename(target, aside)
+        try:
+            os.rename(new, target)
+        except BaseException:
+            os.rename(aside, target)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
+    _sync_folder(target.parent)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically with Linux's renameat2(RENAME_EXCHANGE); False where the
+    C library or the file system does not offer it."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))

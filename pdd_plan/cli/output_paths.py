@@ -1,0 +1,214 @@
+"""Every output path checked before any work: a refusal costs nothing, a late one costs the
+whole computation. One `error:` line (exit 2) names the option, the path and what is wrong.
+
+Refused: an output that is the same file as an input (through links and hard links) or as
+another output; a folder given as a file; a missing parent folder, or a parent that is a
+file; a folder that cannot be written to (probed by creating a file there, so a read-only
+file system shows too, even as root); a name longer than the file system allows; a block
+device or socket. `--out DIR` must be new, empty, or an earlier pdd-plan output folder
+(only the files a run writes), since it is replaced whole; it may not hold an input.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from pdd_plan.errors import InputError
+from pdd_plan.report.files import STDOUT, new_file, resolved, temp_sibling, writes_through
+
+_PLOTS = ("bathtub", "pareto", "composition", "cost", "bcr")
+RUN_FILES = frozenset(
+    {"plan.json", "bom.csv", "scenario.json", "run.json", "report.md", "sweep.csv", "sweep.json"}
+    | {f"{name}.{ext}" for name in _PLOTS for ext in ("svg", "png")}
+)  # what `solve --out` and `sweep --out` write: a folder of only these may be replaced
+
+
+def check_outputs(
+    inputs: Iterable[str | os.PathLike | None] = (),
+    files: Mapping[str, str | os.PathLike | None] | None = None,
+    folders: Mapping[str, str | os.PathLike | None] | None = None,
+) -> None:
+    """Refuse (InputError) the first output path in `files` / `folders` (option -> path,
+    None when not given) that cannot be written or would replace an input."""
+    sources = [str(p) for p in inputs if p is not None and os.path.exists(p)]
+    files = {k: str(v) for k, v in (files or {}).items() if v is not None}
+    folders = {k: str(v) for k, v in (folders or {}).items() if v is not None}
+    for option, path in files.items():
+        _check_file(option, path)
+    for option, path in folders.items():
+        _check_folder(option, path)
+    _check_distinct(sources, {**files, **folders})
+    for option, path in folders.items():
+        _check_not_inside(option, path, sources, files)
+
+
+def _refuse(path: str, option: str, found: str, expected: str) -> InputError:
+    return InputError.single(path, option, found, expected)
+
+
+def _check_file(option: str, path: str) -> None:
+    if path == STDOUT:
+        return
+    if not path:
+        raise _refuse("command line", option, "an empty path", "a file path, or - for stdout")
+    info = _stat(option, path)
+    if info is None:
+        _check_parent(option, path)
+    elif stat.S_ISDIR(info.st_mode):
+        raise _refuse(path, option, "a folder", "a file path (name a file inside the folder)")
+    elif writes_through(info.st_mode):
+        if not os.access(resolved(path), os.W_OK):
+            raise _refuse(path, option, "a FIFO or device it cannot write to", "a writable one")
+    elif stat.S_ISREG(info.st_mode):
+        _check_parent(option, path)
+    else:
+        raise _refuse(path, option, "a socket or block device", "a regular file, FIFO or -")
+
+
+def _check_folder(option: str, path: str) -> None:
+    if path in ("", STDOUT):
+        raise _refuse("command line", option, repr(path), "a folder path")
+    info = _stat(option, path)
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        raise _refuse(path, option, "a file", "a folder path (new, empty, or an earlier run's)")
+    if info is not None:
+        foreign = _foreign_entries(resolved(path))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise _refuse(
+                path,
+                option,
+                f"a folder holding other files ({shown})",
+                "a new or empty folder, or an earlier pdd-plan output folder (it is replaced "
+                "whole, so a run folder never mixes two runs)",
+            )
+    _check_parent(option, path)
+
+
+def _foreign_entries(folder: Path) -> list[str]:
+    """Entries that are not a file an earlier run wrote (these would be lost)."""
+    entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    return [
+        e.name for e in entries if e.name not in RUN_FILES or not e.is_file(follow_symlinks=False)
+    ]
+
+
+def _stat(option: str, path: str) -> os.stat_result | None:
+    """The final target's status, None when it does not exist yet."""
+    try:
+        return os.stat(resolved(path))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _path_error(option, path, exc) from None
+
+
+def _check_parent(option: str, path: str) -> None:
+    """The folder the target lands in exists, is a folder, takes a new file, and the name
+    fits the file system."""
+    target = resolved(path)
+    parent = target.parent
+    try:
+        info = os.stat(parent)
+    except OSError as exc:
+        raise _path_error(option, path, exc) from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise _refuse(path, option, f"a path under {parent}, which is a file", "a folder")
+    name_max = _name_max(parent)
+    if len(os.fsencode(target.name)) > name_max:
+        size = len(os.fsencode(target.name))
+        raise _refuse(path, option, f"a file name of {size} bytes", f"at most {name_max} bytes")
+    try:  # create and remove a file there: the only test that holds for root and read-only mounts
+        temp_sibling(parent, lambda p: os.close(new_file(p))).unlink()
+    except OSError as exc:
+        raise _refuse(
+            path,
+            option,
+            f"a folder it cannot write to ({parent}: {exc.strerror})",
+            "a writable folder",
+        ) from None
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def _path_error(option: str, path: str, exc: OSError) -> InputError:
+    if exc.errno == errno.ENOENT:
+        missing = _first_missing(resolved(path).parent)
+        return _refuse(
+            path, option, f"a folder that does not exist ({missing})", "an existing folder"
+        )
+    if exc.errno == errno.ENOTDIR:
+        blocker = _first_file(resolved(path))
+        return _refuse(path, option, f"a path under {blocker}, which is a file", "a folder there")
+    if exc.errno == errno.ELOOP:
+        return _refuse(path, option, "a loop of symbolic links", "a path that resolves")
+    if exc.errno == errno.ENAMETOOLONG:
+        return _refuse(path, option, "a name too long for the file system", "a shorter name")
+    return _refuse(path, option, f"{exc.strerror} (errno {exc.errno})", "a path it can write")
+
+
+def _first_missing(folder: Path) -> Path:
+    """The outermost missing folder on the way to `folder` (the one to create)."""
+    while not folder.parent.exists() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+def _first_file(path: Path) -> Path:
+    """The ancestor of `path` that is a file, making the path impossible."""
+    for ancestor in reversed(path.parents):
+        if ancestor.exists() and not ancestor.is_dir():
+            return ancestor
+    return path.parent
+
+
+def _check_distinct(sources: list[str], outputs: Mapping[str, str]) -> None:
+    """No output replaces an input, and no two outputs are one file."""
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path == STDOUT:
+            continue
+        for source in sources:
+            if _same(source, path):
+                raise _refuse(
+                    path,
+                    option,
+                    f"the same file as the input {source}",
+                    "a different path (writing it would replace the input)",
+                )
+        target = resolved(path)
+        if target in seen:
+            raise _refuse(path, option, f"the same file as {seen[target]}", "a different path")
+        seen[target] = option
+
+
+def _same(source: str, path: str) -> bool:
+    if resolved(source) == resolved(path):
+        return True
+    try:
+        return os.path.samefile(source, path)  # hard links and bind mounts too
+    except OSError:
+        return False
+
+
+def _check_not_inside(option: str, folder: str, sources: list[str], files: Mapping[str, str]):
+    """A folder replaced whole must not hold an input or another output."""
+    root = resolved(folder)
+    named = [(s, "the input") for s in sources] + [(p, o) for o, p in files.items() if p != STDOUT]
+    for path, what in named:
+        if root == resolved(path) or root in resolved(path).parents:
+            raise _refuse(
+                folder,
+                option,
+                f"a folder holding {what} {path}",
+                "a folder apart from the inputs and other outputs (it is replaced whole)",
+            )
