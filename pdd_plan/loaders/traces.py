@@ -13,6 +13,7 @@ the value expected.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Iterator
@@ -21,11 +22,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pdd_plan.errors import InputError
+from pdd_plan.loaders.input_files import open_input, os_error, shown_path
 from pdd_plan.loaders.strict import describe
 from pdd_plan.units import MS_S
 
 FORMATS = ("mooncake", "azure")
 MAX_TRACE_TOKENS = 100_000_000  # a prompt or an output longer than this is a broken row
+# A line longer than this is a broken row (a request of 100 M tokens in 512-token blocks
+# is ~2 MB of hash ids; real rows are a few KB); it is refused without being held whole.
+MAX_LINE_CHARS = 4 * 1024 * 1024
+# Arrival times above this (31,700 years) are broken rows; they would also overflow the
+# variance of the gaps (1e308 squared) and make the burstiness NaN.
+MAX_TRACE_TIME_S = 1e12
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 _WHAT = {"mooncake": "a Mooncake JSONL trace", "azure": "an Azure LLM inference CSV trace"}
 
@@ -40,20 +48,23 @@ class TraceRequest:
 
 def _fail(path: Path, line: int, field: str, found: str, expected: str) -> InputError:
     where = f"line {line}" + (f", {field}" if field else "")
-    return InputError.single(str(path), where, found, expected)
+    return InputError.single(shown_path(path), where, found, expected)
 
 
-def _check_file(path: Path, what: str) -> None:
-    if not path.exists():
-        raise InputError.single(str(path), "", "no such file", what)
-    if path.is_dir():
-        raise InputError.single(str(path), "", "a directory", what)
-    with path.open("rb") as handle:
-        head = handle.read(4096)
+def _head(path: Path, what: str) -> bytes:
+    """The first 4 KiB of a regular, non-empty, text file (checked before any parsing)."""
+    with open_input(path, what) as handle:
+        try:
+            head = handle.read(4096)
+        except OSError as exc:
+            raise os_error(path, exc, what) from None
     if not head.strip():
-        raise InputError.single(str(path), "", "an empty file", what)
+        raise InputError.single(shown_path(path), "", "an empty file", what)
     if b"\x00" in head:
-        raise InputError.single(str(path), "", "binary data (NUL bytes)", f"{what} (UTF-8 text)")
+        raise InputError.single(
+            shown_path(path), "", "binary data (NUL bytes)", f"{what} (UTF-8 text)"
+        )
+    return head
 
 
 def detect_format(path: Path | str) -> str:
@@ -64,15 +75,13 @@ def detect_format(path: Path | str) -> str:
         return "mooncake"
     if suffix == ".csv":
         return "azure"
-    _check_file(path, "a request trace")
-    with path.open("rb") as handle:
-        head = handle.read(4096).lstrip()
+    head = _head(path, "a request trace").lstrip()
     if head.startswith(b"{"):
         return "mooncake"
     if head.split(b"\n", 1)[0].lstrip(b"\xef\xbb\xbf").startswith(b"TIMESTAMP"):
         return "azure"
     raise InputError.single(
-        str(path),
+        shown_path(path),
         "line 1",
         describe(head[:40].decode("utf-8", "replace")),
         "a Mooncake JSONL line ({...}) or an Azure CSV header (TIMESTAMP,...); "
@@ -81,21 +90,32 @@ def detect_format(path: Path | str) -> str:
 
 
 def _lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
-    """(line number, text) of the non-blank lines; bad encoding is one clear error."""
-    _check_file(path, what)
+    """(line number, text) of every line; a line is read only up to MAX_LINE_CHARS, so an
+    over-long one is refused without holding it; bad encoding is one clear error."""
+    _head(path, what)
     lineno = 0
-    try:
-        with path.open("r", encoding="utf-8-sig", newline="") as handle:
-            for lineno, text in enumerate(handle, start=1):
-                yield lineno, text
-    except UnicodeDecodeError:
-        raise _fail(
-            path, lineno + 1, "", "bytes that are not UTF-8", f"{what} (UTF-8 text)"
-        ) from None
-    except OSError as exc:
-        raise InputError.single(
-            str(path), "", f"an unreadable file ({exc.strerror})", what
-        ) from None
+    with io.TextIOWrapper(open_input(path, what), encoding="utf-8-sig", newline="") as handle:
+        while True:
+            try:  # +2: a line of exactly the cap still fits with its \r\n
+                text = handle.readline(MAX_LINE_CHARS + 2)
+            except UnicodeDecodeError:
+                raise _fail(
+                    path, lineno + 1, "", "bytes that are not UTF-8", f"{what} (UTF-8 text)"
+                ) from None
+            except OSError as exc:
+                raise os_error(path, exc, what) from None
+            if not text:
+                return
+            lineno += 1
+            if len(text.rstrip("\r\n")) > MAX_LINE_CHARS:
+                raise _fail(
+                    path,
+                    lineno,
+                    "",
+                    f"a line of more than {MAX_LINE_CHARS:,} characters",
+                    f"{what} (one request per line)",
+                )
+            yield lineno, text
 
 
 def _integer(path, line, field, value, minimum: int) -> int:
@@ -116,6 +136,15 @@ def _mooncake_row(path: Path, line: int, text: str) -> TraceRequest:
         raise _fail(
             path, line, "", f"invalid JSON ({exc.msg})", "one JSON object per line"
         ) from None
+    except RecursionError:  # e.g. hash_ids nested 100,000 lists deep
+        raise _fail(
+            path, line, "", "JSON nested too deeply", "one flat JSON object per line"
+        ) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        reason = str(exc).split(":")[0]
+        raise _fail(
+            path, line, "", f"a JSON value Python refuses ({reason})", "a trace row"
+        ) from None
     if not isinstance(row, dict):
         raise _fail(path, line, "", describe(row), "one JSON object per line")
     for field in ("timestamp", "input_length", "output_length", "hash_ids"):
@@ -125,10 +154,10 @@ def _mooncake_row(path: Path, line: int, text: str) -> TraceRequest:
     if (
         isinstance(stamp, bool)
         or not isinstance(stamp, int | float)
-        or not math.isfinite(stamp)
-        or stamp < 0
+        or not 0 <= stamp <= MAX_TRACE_TIME_S / MS_S  # NaN and infinities fail too
     ):
-        raise _fail(path, line, "timestamp", describe(stamp), "milliseconds >= 0")
+        limit = f"{MAX_TRACE_TIME_S / MS_S:.0e}"
+        raise _fail(path, line, "timestamp", describe(stamp), f"milliseconds from 0 to {limit}")
     hashes = row["hash_ids"]
     if not isinstance(hashes, list) or not all(
         isinstance(h, int | str) and not isinstance(h, bool) for h in hashes
@@ -151,20 +180,21 @@ def read_mooncake(path: Path | str) -> Iterator[TraceRequest]:
 
 def _azure_time_s(path: Path, line: int, text: str) -> float:
     """Wall-clock `YYYY-MM-DD HH:MM:SS.fffffff` (any number of fraction digits) or seconds."""
+    expected = f"a time like 2023-11-16 18:17:03.97 or seconds from 0 to {MAX_TRACE_TIME_S:.0e}"
     try:
         value = float(text)
-        if math.isfinite(value) and value >= 0:
-            return value
     except ValueError:
-        pass
+        value = None
+    if value is not None:
+        if not 0 <= value <= MAX_TRACE_TIME_S:  # NaN and infinities fail too
+            raise _fail(path, line, "TIMESTAMP", describe(text), expected)
+        return value
     whole, _, fraction = text.strip().partition(".")
     try:
         stamp = datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp()
         return stamp + (float(f"0.{fraction}") if fraction else 0.0)
-    except ValueError:
-        raise _fail(
-            path, line, "TIMESTAMP", describe(text), "a time like 2023-11-16 18:17:03.97 or seconds"
-        ) from None
+    except (ValueError, OverflowError):
+        raise _fail(path, line, "TIMESTAMP", describe(text), expected) from None
 
 
 def _token_count(path: Path, line: int, field: str, text: str, minimum: int) -> int:
@@ -177,17 +207,31 @@ def _token_count(path: Path, line: int, field: str, text: str, minimum: int) -> 
     return _integer(path, line, field, value, minimum)
 
 
+def _csv_rows(path: Path, reader) -> Iterator[list[str]]:
+    """The reader's rows; a row csv cannot read (a field over its 131,072-character limit,
+    a NUL byte) is one error naming the line."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            found = f"a row CSV cannot read ({exc})"
+            raise _fail(path, reader.line_num, "", found, "an Azure CSV row") from None
+        yield row
+
+
 def read_azure(path: Path | str) -> Iterator[TraceRequest]:
     path = Path(path)
     reader = csv.reader(text for _, text in _lines(path, _WHAT["azure"]))
-    header = next(reader, None) or []
+    header = next(_csv_rows(path, reader), None) or []
     columns = {name.strip(): i for i, name in enumerate(header)}
     missing = [c for c in AZURE_COLUMNS if c not in columns]
     if missing:
         found = describe(",".join(header))
         raise _fail(path, 1, "", f"header {found}", f"the columns {', '.join(AZURE_COLUMNS)}")
     stamp_i, in_i, out_i = (columns[c] for c in AZURE_COLUMNS)
-    for row in reader:
+    for row in _csv_rows(path, reader):
         line = reader.line_num  # csv counts the lines it has read, quoted newlines included
         if not "".join(row).strip():
             continue
