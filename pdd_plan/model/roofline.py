@@ -76,6 +76,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
 from pdd_plan.model.hardware import Gpu
 from pdd_plan.model.kernels import (  # noqa: F401  (re-exported for callers of roofline)
     ACTIVATION_BYTES,
@@ -123,6 +124,7 @@ class Instance:
     weight_dtype: str | None = None  # None: the model's native dtypes
     step_overhead_s: float = STEP_OVERHEAD_S  # per forward pass; origin at STEP_OVERHEAD_S
     parallelism: str = "auto"
+    engine_profile: EngineProfile = IDENTITY  # fitted step parameters (engine_profile.py)
 
     def __post_init__(self):
         if int(self.gpus) != self.gpus or self.gpus < 1:
@@ -366,7 +368,12 @@ class Instance:
         else:
             memory_s = moved / (self.gpus * achievable_bytes_per_s(self.gpu))
         comm_s = np.where(tokens > 0, self._comm_s(tokens), 0.0)
-        overhead_s = np.where(tokens > 0, self.step_overhead_s + self.layer_latency_s(), 0.0)
+        parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
+        parts.update(step_overhead_s=self.step_overhead_s, layer_s=self.layer_latency_s())
+        counts = {"decode_requests": batch, "prompts": prompts, "new_tokens": new}
+        counts["groups"] = self.gpus if self._ep() else 1
+        compute_s, memory_s, comm_s, overhead_s = self.engine_profile.adjust(parts, counts)
+        overhead_s = np.where(tokens > 0, overhead_s, 0.0)
         return {
             "compute_s": compute_s,
             "memory_s": memory_s,

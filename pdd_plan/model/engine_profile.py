@@ -1,0 +1,122 @@
+"""Engine profiles: the fitted parameters of the roofline step for one serving engine.
+
+A datasheet roofline gets ratios right but not what a given engine (version, CUDA
+graphs, fused kernels) reaches on a given GPU. A profile corrects the step assembly of
+`roofline.Instance._step` with a few physical parameters, fitted to per-iteration
+measurements by `pdd-plan calibrate steps`:
+
+    step_s = max(compute_s / compute_efficiency_frac, memory_s / memory_efficiency_frac)
+             + comm_s x (1 - comm_overlap_frac)
+             + step_overhead_s + fixed_step_s + layer_latency_frac x kernel floor
+             + [prefill in the step] (prefill_fixed_s + prefill_request_s x prompts / groups)
+             + decode_request_s x decode requests / groups
+             + serial_token_s x tokens / groups
+
+`groups` is the number of groups that run attention side by side: 1 in tensor
+parallelism, the GPUs in "ep" (data-parallel attention), so the per-request and
+per-token terms are those of one group's share of the step. The efficiency fractions
+multiply the catalog's measured ones, so a profile fitted on one GPU moves to another
+through the datasheet ratios (peak FLOP/s, HBM bandwidth); the seconds terms move as
+they are. The identity profile (`IDENTITY`) gives the plain roofline exactly.
+
+Pure: numpy only, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+# The fitted parameters, in the order a fit vector holds them, with their identity
+# values (the plain roofline) and the physical bounds a fit keeps them in.
+PARAMETERS: dict[str, tuple[float, float, float]] = {
+    "fixed_step_s": (0.0, 0.0, 1.0),
+    "layer_latency_frac": (1.0, 0.0, 10.0),
+    "compute_efficiency_frac": (1.0, 0.02, 1.6),
+    "memory_efficiency_frac": (1.0, 0.02, 1.25),
+    "comm_overlap_frac": (0.0, 0.0, 1.0),
+    "prefill_fixed_s": (0.0, 0.0, 5.0),
+    "prefill_request_s": (0.0, 0.0, 1.0),
+    "decode_request_s": (0.0, 0.0, 0.1),
+    "serial_token_s": (0.0, 0.0, 0.01),
+}
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """Fitted step-time parameters (module docstring) and where they come from.
+
+    `cv_error_frac`: cross-validated median absolute relative error per phase
+    ("decode", "prefill", "mixed"), as (phase, fraction) pairs; empty when unknown.
+    """
+
+    name: str = "roofline_default"
+    fixed_step_s: float = 0.0
+    layer_latency_frac: float = 1.0
+    compute_efficiency_frac: float = 1.0
+    memory_efficiency_frac: float = 1.0
+    comm_overlap_frac: float = 0.0
+    prefill_fixed_s: float = 0.0
+    prefill_request_s: float = 0.0
+    decode_request_s: float = 0.0
+    serial_token_s: float = 0.0
+    engine: str = ""
+    engine_version: str = ""
+    gpu: str = ""  # catalog GPU id the parameters were fitted on ("" = any)
+    model: str = ""
+    source: str = ""  # the file it was read from, or "built-in"
+    cv_error_frac: tuple[tuple[str, float], ...] = field(default=())
+
+    def __post_init__(self):
+        for name, (_, low, high) in PARAMETERS.items():
+            value = getattr(self, name)
+            if not (np.isfinite(value) and low <= value <= high):
+                raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
+
+    def is_identity(self) -> bool:
+        return all(getattr(self, k) == v[0] for k, v in PARAMETERS.items())
+
+    def vector(self) -> np.ndarray:
+        return np.array([getattr(self, k) for k in PARAMETERS], dtype=float)
+
+    def with_vector(self, values) -> EngineProfile:
+        return replace(self, **{k: float(v) for k, v in zip(PARAMETERS, values, strict=True)})
+
+    def describe(self) -> dict:
+        """The profile as plain data (for JSON output and reports)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["cv_error_frac"] = dict(self.cv_error_frac)
+        return out
+
+    def adjust(self, parts: dict, counts: dict) -> tuple:
+        """(compute_s, memory_s, comm_s, overhead_s) of a step with this profile applied.
+
+        `parts`: the plain roofline's compute_s, memory_s, comm_s, step_overhead_s and
+        layer_s (kernel floor); `counts`: decode_requests, prompts, new_tokens (per
+        prompt) and groups (module docstring). Arrays broadcast. The identity profile
+        returns the plain parts, bit for bit (x / 1.0, x * 1.0 and x + 0.0 are exact).
+        """
+        return step_parts(self.vector(), parts, counts)
+
+
+def step_parts(params, parts: dict, counts: dict) -> tuple:
+    """`EngineProfile.adjust` for a parameter vector in PARAMETERS order (fits call this
+    with trial vectors; the roofline calls it through the profile)."""
+    fixed, layer, compute_eff, memory_eff, overlap, p_fixed, p_req, d_req, serial = params
+    groups = counts["groups"]
+    prompts = counts["prompts"]
+    decode = counts["decode_requests"]
+    tokens = decode + prompts * counts["new_tokens"]
+    prefill = np.where(prompts * counts["new_tokens"] > 0, p_fixed + p_req * prompts / groups, 0.0)
+    overhead_s = parts["step_overhead_s"] + fixed + layer * parts["layer_s"]
+    overhead_s = overhead_s + prefill + d_req * decode / groups + serial * tokens / groups
+    return (
+        parts["compute_s"] / compute_eff,
+        parts["memory_s"] / memory_eff,
+        parts["comm_s"] * (1.0 - overlap),
+        overhead_s,
+    )
+
+
+IDENTITY = EngineProfile(source="built-in")

@@ -1,0 +1,187 @@
+"""Fit an engine profile to measured per-iteration step times (`calibrate steps`).
+
+Each measured iteration is one forward pass of one engine (one DP rank): `prompts`
+prefill chunks of `new_tokens` in all after `cached_tokens` in all, plus
+`decode_requests` decode tokens at a mean context of `decode_context_tokens`, taking
+`latency_s`. The plain roofline's parts of that step (compute, memory, communication,
+kernel floor) are computed once per row; a profile then only re-weighs them
+(`engine_profile.step_parts`), so a fit over 100,000 rows takes well under a second per
+iteration of the optimiser.
+
+How an engine's parallelism maps onto an `Instance`: tensor parallelism of `tp` GPUs is
+"tp" on tp GPUs (an MoE model without DP runs its experts sharded over the same GPUs,
+by TP or EP); DP attention with experts spread over all tp x dp GPUs is "ep" on tp x dp
+GPUs, and a row's counts, one rank's batch, are multiplied by dp (the ranks are taken
+as equally loaded); a dense model with dp > 1 is dp independent "tp" instances.
+
+The fit: least squares on log(predicted / measured) (a relative error, so a 5 ms decode
+step and a 300 ms prefill weigh alike), each (configuration, phase) group weighted
+equally whatever its row count, a soft-L1 loss (robust to the isolated slow iterations
+of first-seen shapes), then rows more than a factor TRIM_FACTOR off the first fit are
+dropped and the fit is repeated. Parameters stay within `engine_profile.PARAMETERS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile, step_parts
+from pdd_plan.model.roofline import Instance
+
+PHASES = ("decode", "prefill", "mixed")
+TRIM_FACTOR = 2.0  # rows off the first fit by more than this factor are outliers
+ROBUST_SCALE = 0.05  # soft-L1 switches from squared to absolute beyond ~5 % error
+# Parameters a fit leaves at their identity value by default: the kernel floor of the
+# roofline is a sum of per-layer constants, which no single model's data can tell apart
+# from `fixed_step_s` (the same layer count in every row), so the fit folds it there.
+HELD_BY_DEFAULT = ("layer_latency_frac",)
+
+
+@dataclass(frozen=True)
+class StepSamples:
+    """One engine configuration's measured iterations (arrays of equal length)."""
+
+    label: str
+    model: str  # catalog model id
+    gpu: str  # catalog GPU id
+    tp: int
+    ep: int
+    dp: int
+    kv_dtype: str
+    decode_requests: np.ndarray
+    decode_context_tokens: np.ndarray  # mean over the decode requests
+    prompts: np.ndarray
+    new_tokens: np.ndarray  # summed over the prompts
+    cached_tokens: np.ndarray  # summed over the prompts
+    latency_s: np.ndarray
+
+    def phases(self) -> np.ndarray:
+        prefill = self.new_tokens > 0
+        decode = self.decode_requests > 0
+        return np.where(prefill & decode, "mixed", np.where(prefill, "prefill", "decode"))
+
+
+def layout(model, tp: int, ep: int, dp: int) -> tuple[int, str, int]:
+    """(GPUs of the Instance, its parallelism, the factor on one rank's decode count)."""
+    if ep > 1 and model.routed_expert_params() > 0:
+        return tp * dp, "ep", dp
+    return tp, "tp", 1
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The plain roofline's parts of every row, with the rows' phases and times."""
+
+    parts: dict
+    counts: dict
+    latency_s: np.ndarray
+    phase: np.ndarray
+    group: np.ndarray  # index of the row's StepSamples
+
+    def select(self, mask) -> Prepared:
+        pick = {k: np.asarray(v)[mask] if np.ndim(v) else v for k, v in self.parts.items()}
+        counts = {k: np.asarray(v)[mask] for k, v in self.counts.items()}
+        return Prepared(pick, counts, self.latency_s[mask], self.phase[mask], self.group[mask])
+
+
+def _prepare_one(samples: StepSamples, model, gpu) -> dict:
+    gpus, mode, scale = layout(model, samples.tp, samples.ep, samples.dp)
+    inst = Instance(model, gpu, gpus, samples.kv_dtype, parallelism=mode)
+    prompts = samples.prompts
+    per_prompt = np.where(samples.prompts > 0, 1.0 / np.maximum(samples.prompts, 1), 0.0)
+    new, cached = samples.new_tokens * per_prompt, samples.cached_tokens * per_prompt
+    batch = samples.decode_requests * scale
+    step = inst._step(batch, samples.decode_context_tokens, new, cached, prompts)
+    n = len(samples.latency_s)
+    return {
+        "compute_s": step["compute_s"],
+        "memory_s": step["memory_s"],
+        "comm_s": step["comm_s"],
+        "step_overhead_s": np.full(n, inst.step_overhead_s),
+        "layer_s": np.full(n, inst.layer_latency_s()),
+        "decode_requests": batch,
+        "prompts": prompts,
+        "new_tokens": np.rint(new),
+        "groups": np.full(n, float(gpus if mode == "ep" else 1)),
+    }
+
+
+def prepare(all_samples: list[StepSamples], models: dict, gpus: dict) -> Prepared:
+    """The roofline's parts for every row of every configuration (`models` and `gpus`:
+    catalog objects by id)."""
+    rows = [_prepare_one(s, models[s.model], gpus[s.gpu]) for s in all_samples]
+    cat = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+    part_keys = ("compute_s", "memory_s", "comm_s", "step_overhead_s", "layer_s")
+    return Prepared(
+        {k: cat[k] for k in part_keys},
+        {k: cat[k] for k in ("decode_requests", "prompts", "new_tokens", "groups")},
+        np.concatenate([s.latency_s for s in all_samples]),
+        np.concatenate([s.phases() for s in all_samples]),
+        np.concatenate([np.full(len(s.latency_s), i) for i, s in enumerate(all_samples)]),
+    )
+
+
+def predict_s(params, data: Prepared) -> np.ndarray:
+    compute_s, memory_s, comm_s, overhead_s = step_parts(params, data.parts, data.counts)
+    return np.maximum(compute_s, memory_s) + comm_s + overhead_s
+
+
+def _weights(data: Prepared) -> np.ndarray:
+    """1 / sqrt(rows of the row's (configuration, phase) group): every group weighs alike."""
+    keys = np.char.add(data.group.astype(str), data.phase.astype(str))
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return 1.0 / np.sqrt(counts[inverse])
+
+
+def _solve(data: Prepared, start: EngineProfile, free: tuple[str, ...]) -> np.ndarray:
+    names = list(PARAMETERS)
+    index = [names.index(k) for k in free]
+    low = np.array([PARAMETERS[k][1] for k in free])
+    high = np.array([PARAMETERS[k][2] for k in free])
+    base = start.vector()
+    weights, log_y = _weights(data), np.log(data.latency_s)
+
+    def residual(x):
+        params = base.copy()
+        params[index] = x
+        return weights * (np.log(predict_s(params, data)) - log_y)
+
+    x0 = np.clip(base[index], low + 1e-9, high - 1e-9)
+    fit = least_squares(residual, x0, bounds=(low, high), loss="soft_l1", f_scale=ROBUST_SCALE)
+    out = base.copy()
+    out[index] = fit.x
+    return out
+
+
+def free_parameters(hold: tuple[str, ...] = HELD_BY_DEFAULT) -> tuple[str, ...]:
+    return tuple(k for k in PARAMETERS if k not in hold)
+
+
+def fit_profile(
+    data: Prepared,
+    start: EngineProfile = IDENTITY,
+    free: tuple[str, ...] | None = None,
+) -> tuple[EngineProfile, np.ndarray]:
+    """The profile that best fits the rows, and the mask of rows kept after trimming.
+
+    Parameters not in `free` keep `start`'s values; by default the kernel floor is
+    replaced by the fitted fixed cost (HELD_BY_DEFAULT, with layer_latency_frac 0)."""
+    if free is None:
+        free = free_parameters()
+        held = dict(zip(PARAMETERS, start.vector(), strict=True))
+        held.update(dict.fromkeys(HELD_BY_DEFAULT, 0.0))
+        start = start.with_vector(list(held.values()))
+    first = _solve(data, start, free)
+    ratio = predict_s(first, data) / data.latency_s
+    keep = (ratio < TRIM_FACTOR) & (ratio > 1.0 / TRIM_FACTOR)
+    second = _solve(data.select(keep), start.with_vector(first), free)
+    return start.with_vector(second), keep
+
+
+def phase_errors(predicted_s, measured_s, phase) -> dict[str, float]:
+    """Median absolute relative error per phase (phases with no rows left out)."""
+    rel = np.abs(np.asarray(predicted_s) / np.asarray(measured_s) - 1.0)
+    return {p: float(np.median(rel[phase == p])) for p in PHASES if np.any(phase == p)}
