@@ -13,6 +13,7 @@ import itertools
 import math
 import multiprocessing
 import os
+import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -249,7 +250,24 @@ def process_pool(jobs: int) -> ProcessPoolExecutor:
     A script that starts one needs the `if __name__ == "__main__":` guard."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(_PRELOAD)
-    return ProcessPoolExecutor(jobs, context)
+    return ProcessPoolExecutor(jobs, context, initializer=_ignore_sigint)
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group: the caller stops the workers (`stop_pool`),
+    # and a worker must not die printing its own traceback first
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Drop the points not started, end the running ones and wait for the workers to
+    exit, so that none outlives an interrupted caller."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(timeout=5)
 
 
 def submit_points(pool: ProcessPoolExecutor, sweep: Sweep) -> dict:
@@ -295,6 +313,9 @@ def run(
         return rows
     pool = process_pool(jobs)
     try:
-        return collect(submit_points(pool, sweep), sweep, on_done)
-    finally:  # on an interrupt, the points not started are dropped
-        pool.shutdown(wait=True, cancel_futures=True)
+        rows = collect(submit_points(pool, sweep), sweep, on_done)
+    except BaseException:  # an interrupt: the points running are stopped too
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+    return rows

@@ -1,13 +1,17 @@
 """The `pdd-plan` command: thin commands over the library, errors mapped to exit codes.
 
 Expected errors (bad input 2, infeasible 3, solver 4) print one line each and no
-traceback; bugs keep theirs. `--debug` (or PDD_PLAN_DEBUG=1) shows tracebacks always.
+traceback; bugs keep theirs (exit 1). `--debug` (or PDD_PLAN_DEBUG=1) shows tracebacks
+always, and the exit code stays the error's. Ctrl-C exits 130 and SIGTERM 143, each with
+one line; a closed stdout (`| head -1`) exits 141 quietly.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import traceback
 
 import typer
 
@@ -27,6 +31,10 @@ from pdd_plan.cli import (
     trace_cmd,
 )
 from pdd_plan.errors import PddPlanError, visible
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as `cat` or `yes` end when the reader goes away
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 app = typer.Typer(
     name="pdd-plan",
@@ -61,29 +69,82 @@ def _fail(lines: list[str], code: int) -> None:
     sys.exit(code)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    debug = os.environ.get("PDD_PLAN_DEBUG") == "1" or "--debug" in args
-    args = [a for a in args if a != "--debug"]
-    command = typer.main.get_command(app)
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that `finally` blocks run (temporary files
+    removed, worker processes stopped); not an Exception, so no `except Exception` in the
+    library swallows it."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader of stdout went away (`pdd-plan ... | head -1`): exit 141 as a process
+    killed by SIGPIPE does, nothing on stderr. Python flushes stdout again at exit, so
+    stdout's descriptor is pointed at the null device first (opened, never created)."""
     try:
-        command.main(args=args, prog_name="pdd-plan", standalone_mode=False)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+def _run(command, args: list[str], debug: bool) -> None:
+    try:
+        rv = command.main(args=args, prog_name="pdd-plan", standalone_mode=False)
     except PddPlanError as exc:
         if debug:
-            raise
+            traceback.print_exc()
         _fail((str(exc) or type(exc).__name__).split("\n"), exc.exit_code)
-    except BrokenPipeError:
-        sys.exit(0)
+    except SystemExit as exc:
+        # typer turns a broken pipe into sys.exit(1) inside its `except OSError`
+        if isinstance(exc.__context__, BrokenPipeError):
+            _quiet_broken_pipe()
+        raise
     except Exception as exc:
         # typer vendors click privately: match its Exit / Abort / UsageError by shape
         kind = type(exc).__name__
         if kind == "Exit":
             sys.exit(exc.exit_code)
         if kind == "Abort":
-            _fail(["aborted"], 130)
-        if debug or not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
-            raise
+            _fail(["aborted"], EXIT_INTERRUPTED)
+        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+            raise  # a bug: its traceback, exit 1
         if kind == "NoArgsIsHelpError":
             sys.stdout.write(exc.format_message() + "\n")  # the group's help text
             sys.exit(0)
+        if debug:
+            traceback.print_exc()
         _fail([" ".join(exc.format_message().split())], 2)
+    # typer returns the code of an Exit raised in a command (130 for Ctrl-C) instead
+    # of exiting with it
+    if rv == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    if isinstance(rv, int) and not isinstance(rv, bool) and rv:
+        sys.exit(rv)
+    sys.stdout.flush()  # a broken pipe shows here when the output was still buffered
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = os.environ.get("PDD_PLAN_DEBUG") == "1" or "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    command = typer.main.get_command(app)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        _run(command, args, debug)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except KeyboardInterrupt:
+        if debug:
+            traceback.print_exc()
+        _fail(["interrupted (SIGINT)"], EXIT_INTERRUPTED)
+    except Terminated:
+        if debug:
+            traceback.print_exc()
+        _fail(["terminated (SIGTERM)"], EXIT_TERMINATED)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
