@@ -24,6 +24,7 @@ from pdd_plan.model.setup import (  # noqa: F401  (re-exported: the evaluate API
     PREFILL_ROLE,
     RolePool,
     Setup,
+    check_holds_a_request,
     deployment_cost_usd_per_hour,
     prepare,
 )
@@ -331,6 +332,7 @@ def evaluate(
     setup: Setup, rate: float | None = None, goodput_rel_tol: float = 1e-3
 ) -> tuple[Metrics, Snapshot | None]:
     """Metrics at the offered rate (the scenario's unless given) plus the goodput."""
+    check_holds_a_request(setup)  # as simulate does: such a plan is bad input, not saturated
     rate = setup.scenario.workload.arrival_rate_per_s if rate is None else rate
     c = setup.classes
     try:

@@ -77,6 +77,29 @@ def _with_batch_limit(pool: RolePool, scenario: Scenario, context_tokens: float)
     return RolePool(pool.group, pool.instance, limit)
 
 
+def decode_context_tokens(classes: RequestClasses) -> float:
+    """The mean context of a decode step: input + half the output, weighted by the
+    output tokens each request spends on decode."""
+    weight = classes.weight * classes.output_tokens
+    context = classes.input_tokens + classes.output_tokens / 2
+    return float(np.dot(weight, context) / weight.sum())
+
+
+def check_holds_a_request(setup: Setup) -> None:
+    """A plan whose decode instances (RLD or MD, decode, colocated) cannot hold one
+    request of the mean context beside the weights cannot run at any rate: bad input
+    (exit 2), refused alike by `evaluate` and `simulate`, never a "saturated" result."""
+    context = decode_context_tokens(setup.classes)
+    for pool in (setup.relay, setup.decode):
+        if pool is not None and pool.instance.max_batch(context) < 1:
+            g = pool.group
+            raise InputError.single(
+                "plan", "plan.instances", f"{g.role} on {g.gpus_per_instance} x {g.gpu}",
+                "an instance shape whose HBM holds at least one request's KV next to the "
+                "weights", f"mean decode context {context:,.0f} tokens",
+            )  # fmt: skip
+
+
 def deployment_cost_usd_per_hour(scenario: Scenario, deployment: Deployment, gpus, lines) -> float:
     total = 0.0
     for g in deployment.instances:

@@ -10,7 +10,8 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.evaluate import prepare
-from pdd_plan.model.setup import Setup
+from pdd_plan.model.setup import Setup, check_holds_a_request
+from pdd_plan.sim import stats
 from pdd_plan.sim.measure import measure
 from pdd_plan.sim.result import metrics_json
 from pdd_plan.sim.run import SimConfig, SimRun, simulate
@@ -30,12 +31,37 @@ def check_options(requests: int, warmup_frac: float, seed: int) -> None:
         )
     if not 0 <= seed < 2**63:
         raise InputError.single("command line", "--seed", str(seed), "an integer from 0 to 2^63-1")
+    least = least_requests(warmup_frac)
+    if requests < least:
+        raise InputError.single(
+            "command line", "--requests", f"{requests:,}",
+            f"at least {least:,} with --warmup-frac {warmup_frac:g}",
+            f"{stats.MIN_MEASURED_REQUESTS:,} measured after the warm-up: {stats.BATCHES} "
+            f"batches of {stats.PER_BATCH_MIN} for the confidence interval of a P99",
+        )  # fmt: skip
+
+
+def measured_requests(requests: int, warmup_frac: float) -> int:
+    """Requests left after the warm-up (as `measure.measure` counts them)."""
+    return requests - min(int(warmup_frac * requests), requests - 1)
+
+
+def least_requests(warmup_frac: float) -> int:
+    """The fewest `--requests` that leave `stats.MIN_MEASURED_REQUESTS` after the warm-up."""
+    n = math.ceil(stats.MIN_MEASURED_REQUESTS / (1.0 - warmup_frac))
+    while n > 1 and measured_requests(n - 1, warmup_frac) >= stats.MIN_MEASURED_REQUESTS:
+        n -= 1
+    while measured_requests(n, warmup_frac) < stats.MIN_MEASURED_REQUESTS:
+        n += 1
+    return n
 
 
 def load_setup(scenario: str | Path | None, plan: str | Path, catalog: Catalog) -> Setup:
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
     deployment = load_plan(plan, s, catalog)
-    return prepare(s, deployment, catalog.model_for(s), catalog.gpus, catalog.lines)
+    setup = prepare(s, deployment, catalog.model_for(s), catalog.gpus, catalog.lines)
+    check_holds_a_request(setup)  # the check evaluate makes, with the same message
+    return setup
 
 
 def simulate_plan(

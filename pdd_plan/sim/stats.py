@@ -18,6 +18,10 @@ import numpy as np
 from scipy import special
 
 BATCHES = 20
+# a batch's own P99 is more than its largest value only from 100 requests on, so the
+# batch-means interval of a P99 needs 20 x 100 measured requests: fewer are refused
+PER_BATCH_MIN = 100
+MIN_MEASURED_REQUESTS = BATCHES * PER_BATCH_MIN
 Z_95 = 1.959963984540054
 
 

@@ -80,7 +80,7 @@ def test_a_lone_request_takes_prefill_wan_and_one_step(catalog, tmp_path):
 def test_cli_json_and_trace(run_cli, tmp_path):
     out = tmp_path / "trace.csv"
     r = run_cli("simulate", "pdd-paper", str(PLANS / "pdd-paper-pdd.yaml"), "--requests",
-                "400", "--seed", "2", "--format", "json", "--trace-out", str(out))  # fmt: skip
+                "2300", "--seed", "2", "--format", "json", "--trace-out", str(out))  # fmt: skip
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["status"] == "simulated" and data["plan"]["architecture"] == "pdd"
@@ -92,7 +92,7 @@ def test_cli_json_and_trace(run_cli, tmp_path):
             assert ci["ci95_low"] <= v <= ci["ci95_high"]
     assert {"mean_gbit_per_s", "utilization_frac", "transfer_s"} <= set(m["wan"])
     lines = out.read_text().splitlines()
-    assert len(lines) == 401 and lines[0].startswith("request,path,")
+    assert len(lines) == 2301 and lines[0].startswith("request,path,")
     assert not any(cell.startswith(("=", "+", "-", "@")) for ln in lines for cell in ln.split(","))
 
 
