@@ -7,16 +7,19 @@ import re
 from pathlib import Path
 
 import typer
-import yaml
 
 from pdd_plan.cli.output import Format, console, print_json, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
+from pdd_plan.model.metrics import json_safe
 from pdd_plan.report.files import write_atomic
 
 app = typer.Typer(help="Analyse request traces (Mooncake JSONL, Azure CSV).", no_args_is_help=True)
 
 _SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9}
+NOT_COMPUTED = (
+    "not computed: it holds every distinct block in memory (add unlimited to --cache-capacity)"
+)
 _CAPACITY = re.compile(r"(\d+(?:\.\d+)?)([kmg]?)")
 
 
@@ -87,6 +90,8 @@ def _notes(analysis, workload: dict) -> list[str]:
                 f"{key}: trace mean {values.mean():,.0f}, bins mean {stats.bins_mean(bins):,.0f} "
                 "(uniform inside each bin)"
             )
+    if analysis.has_hashes and analysis.unlimited is None:
+        notes.append(f"the unlimited-cache ceiling is {NOT_COMPUTED}")
     a = analysis.arrivals
     if a.cv2 > 2 * a.cv2_trimmed and a.cv2 > 2:
         notes.append(
@@ -113,7 +118,7 @@ def _result(analysis, workload: dict, notes: list[str]) -> dict:
             "block_tokens": analysis.block_tokens,
             "prefill": analysis.prefill.describe(inputs),
             "decode": analysis.decode.describe(inputs),
-            "unlimited": analysis.unlimited.describe(inputs),
+            "unlimited": analysis.unlimited and analysis.unlimited.describe(inputs),
             "by_capacity": [r.describe(inputs) for r in analysis.by_capacity],
         }
     return {
@@ -156,6 +161,9 @@ def _print(result: dict) -> None:
     else:
         for side in ("prefill", "decode", "unlimited"):
             c = cache[side]
+            if c is None:
+                rows.append([f"{side} cache", NOT_COMPUTED])
+                continue
             cap = (
                 "unlimited" if c["capacity_tokens"] is None else f"{c['capacity_tokens']:,} tokens"
             )
@@ -168,7 +176,7 @@ def _print(result: dict) -> None:
     table("Trace", ["quantity", "value"], rows)
     if cache is not None and len(cache["by_capacity"]) > 1:
         listed = {c["capacity_blocks"] for c in cache["by_capacity"]}
-        extra = [] if None in listed else [cache["unlimited"]]
+        extra = [] if None in listed or cache["unlimited"] is None else [cache["unlimited"]]
         table(
             f"Prefix hit rate against LRU capacity ({cache['block_tokens']}-token blocks)",
             [
@@ -214,7 +222,9 @@ def analyze(
     ),
     cache_unit: str = typer.Option("tokens", "--cache-unit", help="tokens or blocks"),
     decode_cache_capacity: str = typer.Option(
-        "unlimited", "--decode-cache-capacity", help="decode-side LRU capacity"
+        None,
+        "--decode-cache-capacity",
+        help="decode-side LRU capacity (default: the first --cache-capacity)",
     ),
     dist: str = typer.Option("bins", "--dist", help="bins (quantile edges) or empirical"),
     workload_out: str = typer.Option(
@@ -232,7 +242,9 @@ def analyze(
     """Prefix hit rate (LRU replay), arrival rate, burstiness and lengths of a trace."""
     from pdd_plan.loaders.trace_analyze import analyze as run_analysis
     from pdd_plan.loaders.trace_workload import (
+        check_reads_back,
         scenario_with_workload,
+        scenario_yaml,
         workload_block,
         workload_yaml,
     )
@@ -244,13 +256,17 @@ def analyze(
         _to_blocks(parse_capacity(c, "--cache-capacity"), cache_unit, block_tokens)
         for c in cache_capacity.split(",")
     )
-    decode_raw = parse_capacity(decode_cache_capacity, "--decode-cache-capacity")
+    decode_raw = None  # given: it also goes to the scenario's policy
+    decode_blocks = capacities[0]  # not given: as large as the prefill-side cache
+    if decode_cache_capacity is not None:
+        decode_raw = parse_capacity(decode_cache_capacity, "--decode-cache-capacity")
+        decode_blocks = _to_blocks(decode_raw, cache_unit, block_tokens)
     analysis = run_analysis(
         file,
         format_in=format_in,
         block_tokens=block_tokens,
         capacities_blocks=capacities,
-        decode_capacity_blocks=_to_blocks(decode_raw, cache_unit, block_tokens),
+        decode_capacity_blocks=decode_blocks,
     )
     if plot and not analysis.has_hashes:
         raise InputError.single(
@@ -263,15 +279,20 @@ def analyze(
         outputs[workload_out] = workload_yaml(analysis, block)
     if scenario_out:
         decode_tokens = None
-        if decode_raw is not None:
+        if decode_blocks is not None and decode_cache_capacity is not None:
             decode_tokens = decode_raw * (block_tokens if cache_unit == "blocks" else 1)
         scenario, kept = scenario_with_workload(
             base or "default", block, Path(file).stem, decode_tokens
         )
         notes += kept
-        outputs[scenario_out] = yaml.safe_dump(
-            scenario, sort_keys=False, default_flow_style=None, width=100
+        outputs[scenario_out] = scenario_yaml(scenario)
+    if outputs:  # the block in the scenario written, else in the default scenario
+        checked_base = (base or "default") if scenario_out else "default"
+        whole = outputs.get(scenario_out) or scenario_yaml(
+            scenario_with_workload("default", block, Path(file).stem)[0]
         )
+        named = " and ".join(f"{o} {p}" for o, p in outs.items() if p and o != "--plot")
+        check_reads_back(file, checked_base, named, whole)
     figure = None
     if plot:
         from pdd_plan.report.trace_plot import hit_vs_capacity_figure
@@ -283,6 +304,6 @@ def analyze(
         write_atomic(Path(plot), figure)
     result = _result(analysis, block, notes)
     if format is Format.json:
-        print_json(result)
+        print_json(json_safe(result))  # JSON has no NaN: an undefined figure is null
     else:
         _print(result)

@@ -57,7 +57,9 @@ class TraceAnalysis:
     has_hashes: bool
     prefill: CacheResult | None  # None when the trace has no prefix hashes
     decode: CacheResult | None
-    unlimited: CacheResult | None  # the ceiling any finite cache approaches
+    # the ceiling any finite cache approaches; None unless an unlimited capacity was asked
+    # for (it holds every distinct block of the trace in memory)
+    unlimited: CacheResult | None
     by_capacity: list[CacheResult] = field(default_factory=list)
     out_of_order: int = 0  # requests earlier than the one before them (replayed in file order)
 
@@ -74,10 +76,12 @@ def analyze(
 
     `capacities_blocks[0]` is the prefill-side cache the workload uses; the rest form the
     hit-rate-against-capacity sweep. The decode-side cache sees the same requests (in PDD
-    every request ends on a main-decode instance) with its own capacity.
+    every request ends on a main-decode instance) with its own capacity. Memory: the
+    caches asked for (an unlimited one holds every distinct block) plus 8 bytes per request
+    and cache for the hit rates and 24 per request for arrivals and lengths.
     """
     fmt, requests = read_trace(path, format_in)
-    wanted = (*capacities_blocks, decode_capacity_blocks, None)
+    wanted = (*capacities_blocks, decode_capacity_blocks)
     caches = {c: PrefixCache(c) for c in dict.fromkeys(wanted)}
     hits = {c: array("d") for c in caches}
     arrival_s, inputs, outputs = array("d"), array("q"), array("q")
@@ -114,7 +118,7 @@ def analyze(
         has_hashes=has_hashes,
         prefill=results[capacities_blocks[0]],
         decode=results[decode_capacity_blocks],
-        unlimited=results[None],
+        unlimited=results.get(None),
         by_capacity=[results[c] for c in dict.fromkeys(capacities_blocks)] if has_hashes else [],
         out_of_order=out_of_order,
     )

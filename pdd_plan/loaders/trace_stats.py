@@ -41,7 +41,8 @@ def arrivals(arrival_s: np.ndarray) -> Arrivals:
 
 def _cv2(gaps_s: np.ndarray) -> float:
     mean_s = float(gaps_s.mean())
-    return float(gaps_s.var() / mean_s**2) if mean_s > 0 else 0.0
+    # the gaps over their mean first: mean² underflows to 0 for gaps of 1e-200 s (NaN)
+    return float((gaps_s / mean_s).var()) if mean_s > 0 else 0.0
 
 
 @dataclass(frozen=True)

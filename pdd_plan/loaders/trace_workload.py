@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from pdd_plan.errors import InputError, Problem
 from pdd_plan.loaders import trace_stats as stats
-from pdd_plan.loaders.scenario import MAX_TOKENS, resolve_scenario_path
+from pdd_plan.loaders.scenario import MAX_TOKENS, load_scenario, resolve_scenario_path
 from pdd_plan.loaders.strict import load_yaml
 from pdd_plan.loaders.trace_analyze import TraceAnalysis
 
@@ -43,7 +45,7 @@ def workload_block(analysis: TraceAnalysis, kind: str = "bins") -> dict:
     the hit rate is unknown and is not made up."""
     a = analysis.arrivals
     block = {
-        "arrival_rate_per_s": round(a.rate_per_s, 6),
+        "arrival_rate_per_s": float(f"{a.rate_per_s:.6g}"),  # never rounded to 0
         "burstiness_cv2": round(a.cv2, 4),
         "input_tokens": _distribution(analysis.input_tokens, kind, 1, MAX_TOKENS, True),
         "output_tokens": _distribution(analysis.output_tokens, kind, 1, MAX_TOKENS, True),
@@ -103,3 +105,32 @@ def scenario_with_workload(
         policy = data.get("policy") if isinstance(data.get("policy"), dict) else {}
         data["policy"] = {**policy, "decode_cache_capacity_tokens": decode_cache_capacity_tokens}
     return data, notes
+
+
+def scenario_yaml(data: dict) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+
+
+def check_reads_back(trace: str, base: str, outputs: str, text: str) -> None:
+    """Refuse (exit 2, nothing written) a scenario `text` the scenario loader would reject:
+    what trace analyze writes, it must read back. Each problem names its source (the
+    trace for the workload, else the base scenario) and the outputs it was bound for."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "scenario.yaml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            load_scenario(path)
+        except InputError as exc:
+            hint = f"the scenario loader's rule; {outputs} not written"
+            raise InputError(
+                [
+                    Problem(
+                        trace if p.key_path.startswith("workload") else base,
+                        p.key_path,
+                        p.found,
+                        p.expected,
+                        hint,
+                    )
+                    for p in exc.problems
+                ]
+            ) from None

@@ -25,8 +25,9 @@ def hit_vs_capacity_figure(analysis: TraceAnalysis, suffix: str) -> bytes:
         ax.plot(x, [r.token_hit_frac(inputs) for r in finite], "o-", label="token-weighted")
         ax.plot(x, [float(r.hit_frac.mean()) for r in finite], "s--", label="mean per request")
         ax.set_xscale("log")
-    ceiling = analysis.unlimited.token_hit_frac(inputs)
-    ax.axhline(ceiling, color="grey", linestyle=":", label=f"unlimited cache ({ceiling:.3f})")
+    if analysis.unlimited is not None:  # computed only when asked for
+        ceiling = analysis.unlimited.token_hit_frac(inputs)
+        ax.axhline(ceiling, color="grey", linestyle=":", label=f"unlimited cache ({ceiling:.3f})")
     ax.set_xlabel("prefix-cache capacity (tokens)")
     ax.set_ylabel("prefix hit rate")
     ax.set_ylim(0, 1)
