@@ -17,6 +17,7 @@ import typer
 
 from pdd_plan import __version__
 from pdd_plan.cli import (
+    calibrate_cmd,
     catalog_cmd,
     compare_cmd,
     estimate_cmd,
@@ -47,6 +48,7 @@ app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(model_cmd.app, name="model")
 app.add_typer(scenario_cmd.app, name="scenario")
 app.add_typer(trace_cmd.app, name="trace")
+app.add_typer(calibrate_cmd.app, name="calibrate")
 app.command("estimate")(estimate_cmd.estimate)
 app.command("evaluate")(evaluate_cmd.evaluate)
 app.command("solve")(solve_cmd.solve)

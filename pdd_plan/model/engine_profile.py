@@ -67,6 +67,8 @@ class EngineProfile:
     model: str = ""
     source: str = ""  # the file it was read from, or "built-in"
     cv_error_frac: tuple[tuple[str, float], ...] = field(default=())
+    parallelism: tuple[tuple[str, int], ...] = field(default=())  # (("tp", 1), ...)
+    fitted_on: tuple[tuple[str, str, int], ...] = field(default=())  # (file, sha256, rows)
 
     def __post_init__(self):
         for name, (_, low, high) in PARAMETERS.items():
@@ -87,6 +89,8 @@ class EngineProfile:
         """The profile as plain data (for JSON output and reports)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["cv_error_frac"] = dict(self.cv_error_frac)
+        out["parallelism"] = dict(self.parallelism)
+        out["fitted_on"] = [dict(file=f, sha256=h, rows=n) for f, h, n in self.fitted_on]
         return out
 
     def adjust(self, parts: dict, counts: dict) -> tuple:

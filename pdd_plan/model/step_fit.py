@@ -185,3 +185,23 @@ def phase_errors(predicted_s, measured_s, phase) -> dict[str, float]:
     """Median absolute relative error per phase (phases with no rows left out)."""
     rel = np.abs(np.asarray(predicted_s) / np.asarray(measured_s) - 1.0)
     return {p: float(np.median(rel[phase == p])) for p in PHASES if np.any(phase == p)}
+
+
+def held_out_s(data: Prepared, fold: np.ndarray, start: EngineProfile = IDENTITY) -> np.ndarray:
+    """Each row's step time predicted by a profile fitted without the rows of its fold
+    (`fold`: one label per row; leave-one-configuration-out when it is the group)."""
+    out = np.empty_like(data.latency_s)
+    for label in np.unique(fold):
+        held = fold == label
+        profile, _ = fit_profile(data.select(~held), start)
+        out[held] = predict_s(profile.vector(), data.select(held))
+    return out
+
+
+def folds(data: Prepared, blocks: int = 5) -> np.ndarray:
+    """Leave-one-configuration-out folds; with one configuration, `blocks` contiguous
+    blocks of its rows (neighbouring iterations are alike, so a block tests more than a
+    random split would)."""
+    if len(np.unique(data.group)) > 1:
+        return data.group
+    return np.minimum(np.arange(len(data.group)) * blocks // len(data.group), blocks - 1)

@@ -129,3 +129,58 @@ def test_phase_errors_by_hand():
     phase = np.array(["decode", "decode", "decode", "prefill"])
     errors = sf.phase_errors([1.1, 0.8, 1.0, 3.0], [1.0, 1.0, 1.0, 2.0], phase)
     assert errors == pytest.approx({"decode": 0.1, "prefill": 0.5})
+
+
+# ---- profile files ---------------------------------------------------------------------
+from pdd_plan.errors import InputError  # noqa: E402
+from pdd_plan.loaders.engine_profile import load_engine_profile  # noqa: E402
+from pdd_plan.report.engine_profile_file import profile_yaml  # noqa: E402
+
+
+def test_profile_file_round_trip(tmp_path):
+    written = dataclasses.replace(
+        KNOWN, name="my_engine", engine="vllm", engine_version="0.20.1", gpu="b300",
+        model="qwen3_32b", parallelism=(("tp", 2), ("ep", 1), ("dp", 1)),
+        fitted_on=(("a.csv.gz", "ab" * 32, 100),), cv_error_frac=(("decode", 0.05),),
+    )  # fmt: skip
+    path = tmp_path / "p.yaml"
+    path.write_text(profile_yaml(written))
+    read = load_engine_profile(path)
+    assert read.vector() == pytest.approx(written.vector(), rel=1e-5)
+    assert dataclasses.replace(read, source="", fixed_step_s=written.fixed_step_s,
+                               serial_token_s=written.serial_token_s) == dataclasses.replace(
+        written, source="")  # fmt: skip
+
+
+def test_partial_parameters_keep_identity_values(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("name: fast\nengine_version: 0.20\nparameters: {fixed_step_s: 0.002}\n")
+    p = load_engine_profile(path)
+    assert p.fixed_step_s == 0.002 and p.engine_version == "0.2"
+    assert p.with_vector(IDENTITY_VECTOR) == dataclasses.replace(p, fixed_step_s=0.0)
+
+
+IDENTITY_VECTOR = [v[0] for v in PARAMETERS.values()]
+
+
+@pytest.mark.parametrize(
+    "text, path, found",
+    [
+        ("name: x\nparameters: {fixed_step: 0.1}\n", "parameters.fixed_step", "did you mean"),
+        ("name: x\nparameters: {comm_overlap_frac: 2}\n", "parameters.comm_overlap_frac", "2"),
+        ("name: x\nparameters: {fixed_step_s: fast}\n", "parameters.fixed_step_s", "'fast'"),
+        ("name: X Y\nparameters: {}\n", "name", "'X Y'"),
+        ("parameters: {}\n", "name", "nothing"),
+        ("name: x\nparameters: {}\nparallelism: {tp: 0}\n", "parallelism.tp", "0"),
+        ("name: x\nparameters: {}\ncv_error_frac: {prefil: 0.1}\n", "cv_error_frac.prefil",
+         "did you mean"),
+    ],
+)  # fmt: skip
+def test_strict_profile_errors_name_the_key(tmp_path, text, path, found):
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_engine_profile(f)
+    assert len(err.value.problems) == 1
+    line = str(err.value)
+    assert path in line and found in line and str(f) in line

@@ -1,0 +1,98 @@
+"""Leave-one-configuration-out accuracy of `calibrate steps` on the vLLM FPM runs.
+
+For each model of ../shared/data/perf/fpm/ (index.csv names model, GPU and parallelism
+of each file), fit an engine profile on all its configurations but one, predict the
+held-out configuration's iterations, and report the median absolute error of the step
+time for decode-only, prefill-only and mixed iterations, pooled over the held-out
+predictions of that model. "before" is the plain roofline (identity profile) on the same
+rows. Target (issue #13): <= 10 % per phase per model. Models the catalog lacks are
+listed and skipped.
+
+Run: python benchmarks/calibration.py [FPM_DIR]  (prints a Markdown table; asserts nothing)
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pdd_plan.calibration import prepared, read_measurements
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.step_measurements import catalog_model_id
+from pdd_plan.model import step_fit as sf
+from pdd_plan.model.engine_profile import IDENTITY
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "perf" / "fpm"
+
+
+def files_by_model(folder: Path, catalog: Catalog) -> tuple[dict, list]:
+    rows = list(csv.DictReader((folder / "index.csv").open()))
+    found, missing = {}, []
+    for r in rows:
+        model = catalog_model_id(r["model"], catalog)
+        if model is None:
+            missing.append(r["model"])
+            continue
+        found.setdefault(model, []).append(folder / r["file"])
+    return found, sorted(set(missing))
+
+
+def loco(files, catalog: Catalog) -> dict:
+    measured = read_measurements(files, {}, catalog)
+    data = prepared(measured, catalog)
+    start = time.perf_counter()
+    held = sf.held_out_s(data, data.group)
+    seconds = time.perf_counter() - start
+    per_config = []
+    for i, m in enumerate(measured):
+        one = data.group == i
+        errs = sf.phase_errors(held[one], data.latency_s[one], data.phase[one])
+        per_config.append((m.samples.label, errs))
+    return {
+        "after": sf.phase_errors(held, data.latency_s, data.phase),
+        "before": sf.phase_errors(
+            sf.predict_s(IDENTITY.vector(), data), data.latency_s, data.phase
+        ),
+        "rows": {p: int(np.sum(data.phase == p)) for p in sf.PHASES},
+        "configs": len(measured),
+        "fit_s": seconds / len(measured),
+        "per_config": per_config,
+    }
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f} %"
+
+
+def main() -> None:
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DIR
+    catalog = Catalog()
+    by_model, missing = files_by_model(folder, catalog)
+    print("| model | configs | phase | rows | before (plain roofline) | after (LOCO) | <= 10 % |")
+    print("|---|---:|---|---:|---:|---:|---|")
+    details = []
+    for model, files in by_model.items():
+        r = loco(files, catalog)
+        for phase in sf.PHASES:
+            after = r["after"].get(phase)
+            ok = "yes" if after is not None and after <= 0.10 else "no"
+            print(
+                f"| {model} | {r['configs']} | {phase} | {r['rows'][phase]:,} | "
+                f"{_pct(r['before'].get(phase))} | {_pct(after)} | {ok} |"
+            )
+        details.append((model, r))
+    for model, r in details:
+        print(f"\n{model}: {r['fit_s']:.1f} s per fit; held-out error by configuration:")
+        for label, errs in r["per_config"]:
+            cells = ", ".join(f"{p} {_pct(errs.get(p))}" for p in sf.PHASES)
+            print(f"- {label}: {cells}")
+    for name in missing:
+        print(f"\nskipped {name}: not in the model catalog (no published config.json here)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""`pdd-plan calibrate steps`: fit an engine profile to per-iteration measurements.
+
+Reads the files (loaders/step_measurements.py), computes the plain roofline's parts of
+every measured iteration, fits the profile (model/step_fit.py) and measures its error
+per phase three ways: the plain roofline on the same rows ("before"), the fit on the
+rows it was fitted to, and cross-validated (leave one configuration out, or 5 blocks of
+rows when there is one configuration), which is the figure the profile file carries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.step_measurements import ConfigResolver, Measured, read_file
+from pdd_plan.model import step_fit as sf
+from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
+
+
+@dataclass(frozen=True)
+class Calibration:
+    profile: EngineProfile
+    measured: tuple[Measured, ...]
+    rows: int
+    rows_kept: int
+    before_frac: dict  # plain roofline, median absolute error per phase
+    fit_frac: dict  # the profile on the rows it was fitted to
+    cv_frac: dict  # cross-validated (empty when not asked)
+    phase_rows: dict
+
+
+def read_measurements(files, options: dict, catalog: Catalog, skip_rows: int = 3):
+    resolver = ConfigResolver(catalog, options)
+    return [m for f in files for m in read_file(f, resolver, skip_rows)]
+
+
+def prepared(measured, catalog: Catalog) -> sf.Prepared:
+    samples = [m.samples for m in measured]
+    models = {s.model: catalog.model(s.model) for s in samples}
+    return sf.prepare(samples, models, catalog.gpus)
+
+
+def _one(values) -> str:
+    values = sorted(set(values))
+    return values[0] if len(values) == 1 else "+".join(values)
+
+
+def _name(measured) -> str:
+    c = measured[0].config
+    text = f"{c.engine}_{c.engine_version}_{_one(m.config.gpu for m in measured)}_{c.model}"
+    return re.sub(r"_+", "_", re.sub(r"[^a-z0-9_]", "_", text.lower())).strip("_")
+
+
+def _metadata(measured, name: str | None) -> EngineProfile:
+    configs = {(m.config.tp, m.config.ep, m.config.dp) for m in measured}
+    parallelism = ()
+    if len(configs) == 1:
+        parallelism = tuple(zip(("tp", "ep", "dp"), next(iter(configs)), strict=True))
+    return replace(
+        IDENTITY,
+        name=name or _name(measured),
+        engine=_one(m.config.engine for m in measured),
+        engine_version=_one(m.config.engine_version for m in measured),
+        gpu=_one(m.config.gpu for m in measured),
+        model=_one(m.config.model for m in measured),
+        source="calibrate steps",
+        parallelism=parallelism,
+        fitted_on=tuple((m.file, m.sha256, m.rows) for m in measured),
+    )
+
+
+def calibrate_steps(
+    files, options: dict, name: str | None = None, cross_validate: bool = True,
+    catalog: Catalog | None = None,
+) -> Calibration:  # fmt: skip
+    catalog = catalog or Catalog()
+    measured = read_measurements(files, options, catalog)
+    data = prepared(measured, catalog)
+    profile, keep = sf.fit_profile(data, _metadata(measured, name))
+    errors = lambda p: sf.phase_errors(p, data.latency_s, data.phase)  # noqa: E731
+    cv = errors(sf.held_out_s(data, sf.folds(data))) if cross_validate else {}
+    profile = replace(profile, cv_error_frac=tuple(cv.items()))
+    return Calibration(
+        profile,
+        tuple(measured),
+        len(data.latency_s),
+        int(keep.sum()),
+        errors(sf.predict_s(IDENTITY.vector(), data)),
+        errors(sf.predict_s(profile.vector(), data)),
+        cv,
+        {p: int(np.sum(data.phase == p)) for p in sf.PHASES},
+    )

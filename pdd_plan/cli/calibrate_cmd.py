@@ -1,0 +1,97 @@
+"""`pdd-plan calibrate steps FILE... -o profile.yaml`: an engine profile fitted to measured
+per-iteration step times (vLLM forward-pass metrics or the plain CSV format)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pdd_plan.calibration import Calibration, calibrate_steps
+from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.errors import InputError
+from pdd_plan.loaders.strict import ID_PATTERN
+from pdd_plan.model.engine_profile import PARAMETERS
+from pdd_plan.model.step_fit import PHASES
+from pdd_plan.report.engine_profile_file import profile_yaml
+from pdd_plan.report.files import write_atomic
+
+app = typer.Typer(help="Fit engine profiles to measurements.", no_args_is_help=True)
+
+
+def _check(out: str, name: str | None, sizes: dict) -> None:
+    if not out.strip():
+        raise InputError.single("command line", "-o", repr(out), "a file name for the profile")
+    if name is not None and not ID_PATTERN.fullmatch(name):
+        raise InputError.single(
+            "command line", "--name", repr(name), "an id of lower-case letters, digits and _"
+        )
+    for option, value in sizes.items():
+        if value is not None and value < 1:
+            raise InputError.single("command line", f"--{option}", str(value), "an integer >= 1")
+
+
+def calibrate_data(c: Calibration, out: str) -> dict:
+    return {
+        "profile": c.profile.describe() | {"source": out},
+        "rows": c.rows,
+        "rows_kept": c.rows_kept,
+        "rows_by_phase": c.phase_rows,
+        "median_abs_error_frac": {"before": c.before_frac, "fit": c.fit_frac, "cv": c.cv_frac},
+        "configurations": [m.samples.label for m in c.measured],
+    }
+
+
+def _print(c: Calibration, out: str) -> None:
+    p = c.profile
+    console.print(
+        f"profile {p.name} ({p.engine} {p.engine_version}, {p.model} on {p.gpu}) from "
+        f"{c.rows:,} iterations in {len(c.measured)} configuration(s), {c.rows_kept:,} kept"
+    )
+    rows = [[k, f"{getattr(p, k):.4g}"] for k in PARAMETERS]
+    table("fitted parameters", ["parameter", "value"], rows)
+    cells = []
+    for phase in PHASES:
+        if phase in c.fit_frac:
+            cv = c.cv_frac.get(phase)
+            cells.append([
+                phase, c.phase_rows[phase], f"{100 * c.before_frac[phase]:.1f} %",
+                f"{100 * c.fit_frac[phase]:.1f} %", "-" if cv is None else f"{100 * cv:.1f} %",
+            ])  # fmt: skip
+    table(
+        "median absolute error of the step time",
+        ["phase", "rows", "plain roofline", "fitted", "cross-validated"],
+        cells,
+    )
+    console.print(f"wrote {out}")
+
+
+@app.command("steps")
+def steps(
+    files: list[Path] = typer.Argument(..., help="FPM CSVs (.csv or .csv.gz) or plain CSVs"),
+    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write"),
+    model: str | None = typer.Option(None, help="catalog model id (when no index.csv says)"),
+    gpu: str | None = typer.Option(None, help="catalog GPU id (when no index.csv says)"),
+    tp: int | None = typer.Option(None, help="tensor-parallel size"),
+    ep: int | None = typer.Option(None, help="expert-parallel size"),
+    dp: int | None = typer.Option(None, help="data-parallel size"),
+    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (bf16)"),
+    name: str | None = typer.Option(None, help="the profile's id (default from the data)"),
+    cross_validate: bool = typer.Option(
+        True, "--cv/--no-cv", help="cross-validated error (one fit per configuration)"
+    ),
+    format: Format = typer.Option(Format.table, "--format"),
+) -> None:
+    """Fit the step-time model to measured iterations and write an engine profile.
+
+    Model, GPU and parallelism of an FPM file come from an index.csv beside it, else
+    from the options; the plain CSV may carry them per row.
+    """
+    _check(out, name, {"tp": tp, "ep": ep, "dp": dp})
+    options = dict(model=model, gpu=gpu, tp=tp, ep=ep, dp=dp, kv_dtype=kv_dtype)
+    result = calibrate_steps(files, options, name, cross_validate)
+    write_atomic(out, profile_yaml(result.profile))
+    if format is Format.json:
+        print_json(calibrate_data(result, out))
+        return
+    _print(result, out)

@@ -1,0 +1,119 @@
+"""Engine profile files (YAML): the fitted step-time parameters of one engine.
+
+    name: vllm_0_20_b300_qwen3_32b            # id: lower-case letters, digits, _
+    engine: vllm                               # free text
+    engine_version: 0.20.1                     # free text
+    gpu: b300                                  # catalog GPU id it was fitted on (or "any")
+    model: qwen3_32b                           # catalog model id, a model class, or "any"
+    parallelism: {tp: 1, ep: 1, dp: 1}         # optional: what it was fitted at
+    parameters: {fixed_step_s: 0.003, ...}     # any of engine_profile.PARAMETERS; the
+                                               # others keep their identity values
+    fitted_on: [{file: x.csv.gz, sha256: ..., rows: 6850}]   # optional
+    cv_error_frac: {decode: 0.05, prefill: 0.03, mixed: 0.04}  # optional, medians
+
+Read through the strict loader: unknown keys, out-of-range parameters and wrong types
+are each one line naming the file and key path (exit 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pdd_plan.loaders.catalog import catalog_dir
+from pdd_plan.loaders.input_files import shown_path
+from pdd_plan.loaders.strict import Node, Problems, load_yaml
+from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile
+from pdd_plan.model.step_fit import PHASES
+
+WHAT = "a pdd-plan engine profile"
+DEFAULT_NAME = "roofline_default"
+TOP_KEYS = ("engine", "engine_version", "gpu", "model", "parallelism", "fitted_on")
+
+
+def engines_dir() -> Path:
+    """The shipped profiles: hardware_catalog/engines/."""
+    return catalog_dir() / "engines"
+
+
+def _parameters(node: Node) -> dict:
+    f = node.mapping(optional=tuple(PARAMETERS))
+    if f is None:
+        return {}
+    out = {}
+    for key, (_, low, high) in PARAMETERS.items():
+        value = f[key].number(minimum=low, maximum=high)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _cv_error(node: Node) -> tuple[tuple[str, float], ...]:
+    if node.is_missing:
+        return ()
+    f = node.mapping(optional=PHASES)
+    if f is None:
+        return ()
+    values = ((p, f[p].number(minimum=0, maximum=100)) for p in PHASES)
+    return tuple((p, v) for p, v in values if v is not None)
+
+
+def _text(node: Node) -> str:
+    value = node.value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = str(value)  # engine_version: 0.20 reads as a number
+    return Node(value, node.path, node.problems).string(default="")
+
+
+def _parallelism(node: Node) -> tuple[tuple[str, int], ...]:
+    if node.is_missing:
+        return ()
+    f = node.mapping(optional=("tp", "ep", "dp"))
+    if f is None:
+        return ()
+    sizes = ((k, f[k].integer(minimum=1, maximum=100_000)) for k in ("tp", "ep", "dp"))
+    return tuple((k, v) for k, v in sizes if v is not None)
+
+
+def _fitted_on(node: Node) -> tuple[tuple[str, str, int], ...]:
+    if node.is_missing:
+        return ()
+    out = []
+    for item in node.items() or []:
+        row = item.mapping(required=("file",), optional=("sha256", "rows"))
+        if row is not None:
+            file = row["file"].string(required=True)
+            sha = row["sha256"].string(default="")
+            rows = row["rows"].integer(minimum=0, default=0)
+            out.append((file or "", sha, rows))
+    return tuple(out)
+
+
+def load_engine_profile(path: Path | str) -> EngineProfile:
+    """Read and check a profile file; InputError lists every problem."""
+    name = shown_path(path)
+    problems = Problems(name)
+    root = Node(load_yaml(path, WHAT), "", problems)
+    f = root.mapping(required=("name", "parameters"), optional=(*TOP_KEYS, "cv_error_frac"))
+    if f is None:
+        problems.raise_if_any()
+    profile_name = f["name"].identifier(required=True)
+    params = _parameters(f["parameters"])
+    meta = {k: _text(f[k]) for k in ("engine", "engine_version", "gpu", "model")}
+    cv = _cv_error(f["cv_error_frac"])
+    parallelism = _parallelism(f["parallelism"])
+    fitted_on = _fitted_on(f["fitted_on"])
+    problems.raise_if_any()
+    return EngineProfile(
+        name=profile_name,
+        **params,
+        **meta,
+        source=name,
+        cv_error_frac=cv,
+        parallelism=parallelism,
+        fitted_on=fitted_on,
+    )
+
+
+def default_profile() -> EngineProfile:
+    """The profile used when none is given: the plain roofline (identity)."""
+    return IDENTITY

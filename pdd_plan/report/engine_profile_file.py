@@ -1,0 +1,35 @@
+"""An engine profile as the YAML file `loaders/engine_profile.py` reads back."""
+
+from __future__ import annotations
+
+import yaml
+
+from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
+
+HEADER = """\
+# pdd-plan engine profile: fitted step-time parameters (pdd_plan/model/engine_profile.py).
+# Efficiency fractions multiply the catalog's measured ones; seconds terms are added.
+# cv_error_frac: cross-validated median absolute relative error of the step time.
+"""
+
+
+def profile_document(profile: EngineProfile) -> dict:
+    doc: dict = {"name": profile.name}
+    for key in ("engine", "engine_version", "gpu", "model"):
+        if getattr(profile, key):
+            doc[key] = getattr(profile, key)
+    if profile.parallelism:
+        doc["parallelism"] = dict(profile.parallelism)
+    doc["parameters"] = {k: float(f"{getattr(profile, k):.6g}") for k in PARAMETERS}
+    if profile.fitted_on:
+        doc["fitted_on"] = [
+            {"file": f, "sha256": h, "rows": int(n)} for f, h, n in profile.fitted_on
+        ]
+    if profile.cv_error_frac:
+        doc["cv_error_frac"] = {p: round(float(v), 4) for p, v in profile.cv_error_frac}
+    return doc
+
+
+def profile_yaml(profile: EngineProfile) -> str:
+    body = yaml.safe_dump(profile_document(profile), sort_keys=False, width=100)
+    return HEADER + body

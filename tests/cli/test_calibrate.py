@@ -1,0 +1,156 @@
+"""`pdd-plan calibrate steps`: a profile from an FPM-shaped CSV written here, read back by
+the profile loader, used by evaluate; malformed files are one line, exit 2."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.engine_profile import load_engine_profile
+from pdd_plan.model.engine_profile import EngineProfile
+from pdd_plan.model.roofline import Instance
+
+CAT = Catalog()
+FPM_HEADER = (
+    "phase,workload_segment,counter_id,ctx_tokens,ctx_requests,ctx_kv_tokens,"
+    "decode_requests,decode_kv_tokens,mean_decode_kv_tokens,latency_ms"
+)
+TRUE = EngineProfile(
+    fixed_step_s=0.004, layer_latency_frac=0.0, memory_efficiency_frac=0.8,
+    prefill_fixed_s=0.01, decode_request_s=1e-4,
+)  # fmt: skip
+
+
+def _steps(n: int = 300, seed: int = 3):
+    """(batch, context, prompts, new, cached) of n iterations: decode-only, prefill-only
+    and mixed, as an engine's scheduler would run them."""
+    rng = np.random.default_rng(seed)
+    batch = rng.choice([0, 1, 4, 16, 32], n)
+    prompts = np.where(batch == 0, 1, rng.choice([0, 0, 0, 1], n))
+    new = prompts * rng.choice([128, 1024, 4096], n)
+    cached = prompts * rng.choice([0, 2048], n)
+    context = np.where(batch > 0, rng.choice([1000, 4000, 9000], n), 0)
+    return batch, context, prompts, new, cached
+
+
+def _fpm_text(profile: EngineProfile = TRUE) -> str:
+    """An FPM-shaped CSV whose latencies are the roofline's with `profile` (qwen3_32b,
+    b300, one GPU), so a fit can recover them; the first 3 rows are cold-start slow."""
+    inst = Instance(CAT.model("qwen3_32b"), CAT.gpus["b300"], 1, engine_profile=profile)
+    batch, context, prompts, new, cached = _steps()
+    per = np.maximum(prompts, 1)
+    latency_s = inst._step(batch, context, new / per, cached / per, prompts)["total_s"]
+    latency_s[:3] = 2.0  # a cold engine's first iterations: dropped as warm-up
+    lines = [FPM_HEADER]
+    for i in range(len(batch)):
+        phase = "mixed" if new[i] and batch[i] else ("context" if new[i] else "decode")
+        lines.append(
+            f"{phase},real,{i},{new[i]},{prompts[i]},{cached[i]},{batch[i]},"
+            f"{batch[i] * context[i]},{float(context[i]):.3f},{1e3 * latency_s[i]:.4f}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _calibrate(run_cli, path, *extra):
+    return run_cli(
+        "calibrate", "steps", str(path), "--model", "qwen3_32b", "--gpu", "b300",
+        "-o", "profile.yaml", *extra,
+    )  # fmt: skip
+
+
+def test_calibrate_recovers_the_step_times_of_a_known_engine(run_cli, tmp_path):
+    src = tmp_path / "fpm.csv.gz"
+    src.write_bytes(gzip.compress(_fpm_text().encode()))
+    result = _calibrate(run_cli, src, "--no-cv", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["rows"] == 297  # 300 less the 3 warm-up rows
+    profile = load_engine_profile(tmp_path / "profile.yaml")
+    assert profile.model == "qwen3_32b" and profile.gpu == "b300"
+    assert profile.fitted_on[0][0] == "fpm.csv.gz" and profile.fitted_on[0][2] == 300
+    # the fitted profile times every step within 2 % of the engine that made the data
+    fitted = Instance(CAT.model("qwen3_32b"), CAT.gpus["b300"], 1, engine_profile=profile)
+    truth = Instance(CAT.model("qwen3_32b"), CAT.gpus["b300"], 1, engine_profile=TRUE)
+    batch, context, prompts, new, cached = _steps(seed=11)
+    per = np.maximum(prompts, 1)
+    want = truth._step(batch, context, new / per, cached / per, prompts)["total_s"]
+    got = fitted._step(batch, context, new / per, cached / per, prompts)["total_s"]
+    assert np.max(np.abs(got / want - 1)) < 0.02
+    assert max(out["median_abs_error_frac"]["fit"].values()) < 0.01
+
+
+def test_index_beside_the_file_names_model_and_gpu(run_cli, tmp_path):
+    (tmp_path / "run.csv").write_text(_fpm_text())
+    (tmp_path / "index.csv").write_text(
+        "file,model,gpu,engine,engine_version,tp,ep,dp,kv_cache_dtype\n"
+        "run.csv,Qwen/Qwen3-32B,b300_sxm,vllm,0.20.1,1,1,1,auto\n"
+    )
+    result = run_cli("calibrate", "steps", "run.csv", "-o", "p.yaml", "--no-cv")
+    assert result.returncode == 0, result.stderr
+    profile = load_engine_profile(tmp_path / "p.yaml")
+    assert (profile.model, profile.gpu, profile.engine_version) == ("qwen3_32b", "b300", "0.20.1")
+    assert dict(profile.parallelism) == {"tp": 1, "ep": 1, "dp": 1}
+
+
+def test_plain_csv_format(run_cli, tmp_path):
+    batch, context, prompts, new, cached = _steps(80)
+    inst = Instance(CAT.model("qwen3_32b"), CAT.gpus["b300"], 2, engine_profile=TRUE)
+    per = np.maximum(prompts, 1)
+    latency_s = inst._step(batch, context, new / per, cached / per, prompts)["total_s"]
+    lines = ["model,gpu,tp,new_tokens,cached_tokens,prompts,decode_batch,"
+             "decode_context_tokens,latency_ms"]  # fmt: skip
+    for i in range(len(batch)):
+        lines.append(
+            f"qwen3_32b,b300,2,{new[i]},{cached[i]},{prompts[i]},{batch[i]},{context[i]},"
+            f"{1e3 * latency_s[i]:.5f}"
+        )
+    (tmp_path / "plain.csv").write_text("\n".join(lines) + "\n")
+    result = run_cli("calibrate", "steps", "plain.csv", "-o", "p.yaml", "--no-cv")
+    assert result.returncode == 0, result.stderr
+    profile = load_engine_profile(tmp_path / "p.yaml")
+    assert dict(profile.parallelism)["tp"] == 2
+    # fitted at TP2: decode steps of the fitted profile within 2 % of the truth's
+    fitted = Instance(CAT.model("qwen3_32b"), CAT.gpus["b300"], 2, engine_profile=profile)
+    assert fitted.decode_step_s(16, 4000) == pytest.approx(inst.decode_step_s(16, 4000), rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "text, fragments",
+    [
+        ("", ["an empty file"]),
+        (FPM_HEADER + "\n", ["a header and no rows"]),
+        (FPM_HEADER.replace(",latency_ms", "") + "\ndecode,real,1,0,0,0,1,100,100.0\n",
+         ["line 1, column latency_ms", "no such column"]),
+        (FPM_HEADER + "\n" + "decode,real,1,0,0,0,1,100,100.0,5.0\n" * 4
+         + "decode,real,1,0,0,0,1,100,100.0,fast\n", ["line 6, column latency_ms", "'fast'"]),
+        (FPM_HEADER + "\n" + "decode,real,1,0,0,0,1,100,100.0,5.0\n" * 4
+         + "decode,real,1,0,0,0,1,100\n", ["line 6", "8 cells"]),
+        ("a,b,c\n1,2,3\n", ["line 1", "the FPM columns"]),
+        (FPM_HEADER + "\n" + "decode,real,1,0,0,0,1,100,100.0,5.0\n" * 2, ["warm-up rows"]),
+    ],
+    ids=["empty", "header-only", "missing-column", "non-numeric", "short-row", "unknown",
+         "only-warm-up"],
+)  # fmt: skip
+def test_malformed_file_is_one_line(run_cli, tmp_path, text, fragments):
+    (tmp_path / "bad.csv").write_text(text)
+    result = _calibrate(run_cli, "bad.csv")
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: bad.csv"), result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert not (tmp_path / "profile.yaml").exists()
+
+
+def test_broken_gzip_and_unknown_model_are_one_line(run_cli, tmp_path):
+    (tmp_path / "bad.csv.gz").write_bytes(gzip.compress(_fpm_text().encode())[:200])
+    result = _calibrate(run_cli, "bad.csv.gz")
+    assert result.returncode == 2 and "gzip" in result.stderr, result.stderr
+    (tmp_path / "ok.csv").write_text(_fpm_text())
+    result = run_cli("calibrate", "steps", "ok.csv", "--model", "qwen9", "--gpu", "b300",
+                     "-o", "p.yaml")  # fmt: skip
+    assert result.returncode == 2 and "'qwen9'" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
