@@ -14,7 +14,7 @@ from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.deployment_json import plan_json
 from pdd_plan.model.evaluate import evaluate, prepare
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import DEFAULT_RESOLUTION
+from pdd_plan.model.workload import DEFAULT_RESOLUTION, coarsening_notes
 from pdd_plan.plan.variants import (  # noqa: F401  (re-exported: the API's names)
     GPU_PRICE_FACTORS,
     HIT_RATE_MEANS,
@@ -46,12 +46,14 @@ def evaluate_plan(
     deployment = load_plan(plan, s, catalog)
     setup = prepare(s, deployment, catalog.model_for(s), catalog.gpus, catalog.lines, resolution)
     metrics, _ = evaluate(setup)
-    return {
+    out = {
         "scenario": s.name,
         "status": "evaluated",
         "plan": plan_json(deployment),
         "metrics": metrics.to_json(),
     }
+    out["metrics"]["warnings"] += coarsening_notes(s.workload, resolution)
+    return out
 
 
 def solve_scenario(
@@ -108,6 +110,8 @@ def solve_loaded(
             ],
         },
     }  # fmt: skip
+    if out["metrics"]:
+        out["metrics"]["warnings"] += coarsening_notes(s.workload, resolution)
     out["role_arithmetic"] = None
     if result.deployment is not None:
         setup = prepare(

@@ -38,6 +38,9 @@ class Bins:
         return float(np.dot(mids, self.shares))
 
     def discretise(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if len(self.shares) > max(n, MAX_EXACT_BINS):  # too many to keep: n strata
+            mids = (np.array(self.lows) + np.array(self.highs)) / 2
+            return merge_strata(mids, np.array(self.shares, float), n)
         # the same number of points in every bin, each carrying an equal part of its share
         per_bin = max(1, n // max(len(self.shares), 1))
         values, weights = [], []
@@ -124,14 +127,46 @@ class Empirical:
         values, weights = np.array(self.values, float), np.array(self.weights, float)
         if len(values) <= n:
             return values, weights
-        # merge into n equal-weight quantile strata
-        order = np.argsort(values)
-        values, weights = values[order], weights[order]
-        stratum = np.minimum((np.cumsum(weights) - weights / 2) * n, n - 1).astype(int)
-        w = np.bincount(stratum, weights, minlength=n)
-        v = np.bincount(stratum, weights * values, minlength=n)
-        keep = w > 0
-        return v[keep] / w[keep], w[keep]
+        return merge_strata(values, weights, n)
+
+
+def merge_strata(values: np.ndarray, weights: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Points with weights summing to 1 merged into n equal-weight quantile strata, each
+    its weighted mean (so the mean is kept exactly); a point is not split across strata."""
+    order = np.argsort(values)
+    values, weights = values[order], weights[order]
+    stratum = np.minimum((np.cumsum(weights) - weights / 2) * n, n - 1).astype(int)
+    w = np.bincount(stratum, weights, minlength=n)
+    v = np.bincount(stratum, weights * values, minlength=n)
+    keep = w > 0
+    return v[keep] / w[keep], w[keep]
+
+
+# A `bins` distribution keeps one point per bin (or more) up to this many bins, or the
+# points asked for if more; a longer one (a histogram of 10,000 bins would make 800,000
+# request classes and a solve of minutes) is merged into the points asked for.
+MAX_EXACT_BINS = 32
+
+
+def coarsening_notes(workload, resolution: tuple[int, int, int]) -> list[str]:
+    """What `discretise` merges, said for the output: the bins distributions of a
+    scenario's `workload` (input, output, hit rate and its alternatives) too long to keep
+    at `resolution` (input, output, hit-rate points)."""
+    n_in, n_out, n_hit = resolution
+    named = [
+        ("workload.input_tokens", workload.input_tokens, n_in),
+        ("workload.output_tokens", workload.output_tokens, n_out),
+        ("workload.prefix_hit_rate", workload.prefix_hit_rate, n_hit),
+    ] + [
+        (f"workload.prefix_hit_rate_alternatives.{name}", dist, n_hit)
+        for name, dist in workload.hit_rate_alternatives.items()
+    ]
+    return [
+        f"{key}: {len(dist.shares):,} bins merged into {n} equal-probability request classes "
+        "for the optimiser and the closed-form model (the mean is kept exactly)"
+        for key, dist, n in named
+        if isinstance(dist, Bins) and len(dist.shares) > max(n, MAX_EXACT_BINS)
+    ]
 
 
 Distribution = Fixed | Bins | TruncatedLognormal | BetaRange | Empirical
