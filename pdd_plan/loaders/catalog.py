@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from pdd_plan.errors import InputError
+from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.model_file import model_from_dict
 from pdd_plan.loaders.strict import ID_PATTERN, Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model.hardware import BASES, Gpu, LineTier, Sourced
@@ -234,7 +235,7 @@ class Catalog:
 
     def model_data(self, model_id: str) -> dict:
         path = self.root / "models" / f"{model_id}.yaml"
-        if not ID_PATTERN.fullmatch(model_id) or not path.exists():
+        if not ID_PATTERN.fullmatch(model_id) or not path_exists(path):
             raise InputError.single(
                 "model",
                 "",
