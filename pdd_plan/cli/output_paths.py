@@ -40,10 +40,9 @@ def check_outputs(
     for option, path in files.items():
         _check_file(option, path)
     for option, path in folders.items():
+        _check_not_inside(option, path, sources, files)
         _check_folder(option, path)
     _check_distinct(sources, {**files, **folders})
-    for option, path in folders.items():
-        _check_not_inside(option, path, sources, files)
 
 
 def _refuse(path: str, option: str, found: str, expected: str) -> InputError:
@@ -202,6 +201,8 @@ def _same(source: str, path: str) -> bool:
 
 def _check_not_inside(option: str, folder: str, sources: list[str], files: Mapping[str, str]):
     """A folder replaced whole must not hold an input or another output."""
+    if folder in ("", STDOUT):
+        return  # refused as a folder path by _check_folder
     root = resolved(folder)
     named = [(s, "the input") for s in sources] + [(p, o) for o, p in files.items() if p != STDOUT]
     for path, what in named:

@@ -106,6 +106,8 @@ def write_atomic(path: Path | str, text: str | bytes) -> None:
             info = os.stat(target)
         except FileNotFoundError:
             info = None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if info is not None and writes_through(info.st_mode):
             with open(target, "wb") as handle:
                 handle.write(data)
