@@ -9,6 +9,7 @@ import typer
 
 from pdd_plan.calibration import Calibration, calibrate_steps
 from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.strict import ID_PATTERN
 from pdd_plan.model.engine_profile import PARAMETERS
@@ -88,6 +89,7 @@ def steps(
     from the options; the plain CSV may carry them per row.
     """
     _check(out, name, {"tp": tp, "ep": ep, "dp": dp})
+    check_outputs(files, {"--out": out})
     options = dict(model=model, gpu=gpu, tp=tp, ep=ep, dp=dp, kv_dtype=kv_dtype)
     result = calibrate_steps(files, options, name, cross_validate)
     write_atomic(out, profile_yaml(result.profile))
