@@ -1,0 +1,90 @@
+"""An output file written piece by piece, still all or nothing (report/files.py's rules):
+`-` is standard output; a FIFO or character device is written straight through; anything
+else goes to a temporary file beside the final target (0o666 less the umask, or the mode
+of the file it replaces), synced and renamed over it only when the writing ends without
+an error or an interrupt, which otherwise remove it."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from pdd_plan.report.files import (
+    STDOUT,
+    new_file,
+    resolved,
+    temp_sibling,
+    write_error,
+    writes_through,
+)
+
+
+@contextlib.contextmanager
+def streamed_text(path: Path | str) -> Iterator[TextIO]:
+    """A UTF-8 text handle whose content replaces `path` when the block ends cleanly."""
+    if str(path) == STDOUT:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    target = resolved(path)
+    try:
+        info = _stat_or_none(target)
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if info is not None and writes_through(info.st_mode):
+            handle = open(target, "w", encoding="utf-8", newline="")  # noqa: SIM115
+            with handle:
+                yield handle
+            return
+        with _replacing(target, info) as handle:
+            yield handle
+    except OSError as exc:
+        raise write_error(path, exc) from None
+
+
+def _stat_or_none(target: Path) -> os.stat_result | None:
+    try:
+        return os.stat(target)
+    except FileNotFoundError:
+        return None
+
+
+@contextlib.contextmanager
+def _replacing(target: Path, old: os.stat_result | None) -> Iterator[TextIO]:
+    tmp = temp_sibling(target.parent, lambda p: os.close(new_file(p)))
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CLOEXEC)
+        with open(fd, "w", encoding="utf-8", newline="") as handle:
+            if old is not None:  # replacing a file keeps its mode (and owner, as root)
+                os.fchmod(fd, stat.S_IMODE(old.st_mode))
+                if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
+                    with contextlib.suppress(OSError):
+                        os.fchown(fd, old.st_uid, old.st_gid)
+            yield handle
+            handle.flush()
+            os.fsync(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _sync_folder(target.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename durable; a folder that cannot be synced is harmless."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
