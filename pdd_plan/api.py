@@ -9,6 +9,7 @@ from pathlib import Path
 from pdd_plan import __version__
 from pdd_plan.errors import InfeasibleError
 from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.engine_profile import profile_summary, transfer_notes
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.deployment_json import plan_json
@@ -53,7 +54,21 @@ def evaluate_plan(
         "metrics": metrics.to_json(),
     }
     out["metrics"]["warnings"] += coarsening_notes(s.workload, resolution)
+    _name_profile(out, s, deployment)
     return out
+
+
+def _name_profile(out: dict, s: Scenario, deployment) -> None:
+    """The engine profile the result was computed with, and a note for each GPU it was
+    not fitted on (issue #13: a reader must know how far to trust absolute numbers)."""
+    profile = s.engine.profile
+    summary = profile_summary(profile)
+    if "solver" in out:
+        out["solver"]["engine_profile"] = summary
+    if out.get("metrics"):
+        out["metrics"]["engine_profile"] = summary
+        gpus = [g.gpu for g in deployment.instances] if deployment else []
+        out["metrics"]["warnings"] += transfer_notes(profile, gpus)
 
 
 def solve_scenario(
@@ -118,6 +133,7 @@ def solve_loaded(
             s, result.deployment, catalog.model_for(s), catalog.gpus, catalog.lines, resolution
         )
         out["role_arithmetic"] = role_arithmetic(setup, s.workload.arrival_rate_per_s)
+    _name_profile(out, s, result.deployment)
     prices = line_prices_usd_per_month(s, catalog)
     bom = bom_csv(out["plan"], s, prices) if out["plan"] else ""
     return out, SolveFiles(result.lp_text, bom, scenario_json(s))

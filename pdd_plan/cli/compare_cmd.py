@@ -20,9 +20,15 @@ def _gpus(plan: dict) -> str:
 def compare(
     scenario: str = typer.Argument(None, help="a scenario file or shipped name"),
     time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    engine_profile: str | None = typer.Option(
+        None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Optimise every architecture on the same scenario and print them side by side."""
+    from pdd_plan.loaders.engine_profile import use_engine_profile
+
+    use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.api import compare_architectures
 
     result = compare_architectures(scenario, time_limit_s=time_limit)

@@ -7,7 +7,9 @@ import typer
 from pdd_plan.cli.output import Format, console, print_json, table
 from pdd_plan.errors import InputError, Problem
 from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.engine_profile import profile_line, profile_summary, transfer_notes
 from pdd_plan.loaders.strict import did_you_mean
+from pdd_plan.model.engine_profile import IDENTITY
 from pdd_plan.model.roofline import PARALLELISMS, Instance
 from pdd_plan.units import DTYPE_BYTES, MS_S, format_bytes
 
@@ -75,6 +77,8 @@ def estimate_data(inst: Instance, isl: int, osl: int, batch: int) -> dict:
         "kv_capacity_bytes": inst.kv_capacity_bytes(),
         "prefill": prefill,
         "decode": decode,
+        "engine_profile": profile_summary(inst.engine_profile),
+        "warnings": transfer_notes(inst.engine_profile, [inst.gpu.id]),
     }
 
 
@@ -95,6 +99,9 @@ def estimate(
         help="tp (tensor parallel), ep (DP attention + expert parallel, MoE models) or "
         "auto (ep for an MoE model on more than 8 GPUs, else tp)",
     ),
+    engine_profile: str | None = typer.Option(
+        None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """One instance's prefill time, decode step (TPOT) and max batch, with the roofline
@@ -105,6 +112,9 @@ def estimate(
     With --parallelism ep (data-parallel attention, sharded experts, an all-to-all per
     MoE layer) a step's tokens are spread evenly over the GPUs.
     """
+    from pdd_plan.loaders.engine_profile import use_engine_profile
+
+    profile = use_engine_profile(engine_profile) or IDENTITY
     catalog = Catalog()
     _validate(catalog, gpu, gpus_per_instance, isl, osl, batch, weight_dtype, kv_dtype, parallelism)
     spec = catalog.model(model)
@@ -123,6 +133,7 @@ def estimate(
         kv_dtype,
         weight_dtype,
         parallelism=parallelism,
+        engine_profile=profile,
     )
     data = estimate_data(inst, isl, osl, batch)
     if format is Format.json:
@@ -132,6 +143,9 @@ def estimate(
 
 
 def _print_table(d: dict) -> None:
+    for note in d["warnings"]:
+        console.print(f"note: {note}", markup=False)
+    console.print(profile_line(d["engine_profile"]), markup=False)
     console.print(
         f"[bold]{d['model']}[/] on {d['gpus_per_instance']} x {d['gpu']} "
         f"({d['parallelism']}): weights "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.loaders.engine_profile import profile_line
 
 
 def _seconds(value) -> str:
@@ -14,9 +15,15 @@ def _seconds(value) -> str:
 def evaluate(
     scenario: str = typer.Argument(..., help="a scenario file or shipped name"),
     plan: str = typer.Argument(..., help="a plan file (YAML with the `plan` keys)"),
+    engine_profile: str | None = typer.Option(
+        None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Predict TTFT/TPOT percentiles, goodput, cost and BCR of a given deployment."""
+    from pdd_plan.loaders.engine_profile import use_engine_profile
+
+    use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.api import evaluate_plan  # the models load only for commands that need them
 
     result = evaluate_plan(scenario, plan)
@@ -80,3 +87,5 @@ def print_result(result: dict) -> None:
         console.print(f"[yellow]warning[/]: {warning}")
     util = ", ".join(f"{k} {v:.0%}" for k, v in m["role_utilization_frac"].items())
     console.print(f"utilisation: {util}; binding: {m['binding_role'] or '-'}")
+    if m.get("engine_profile"):
+        console.print(profile_line(m["engine_profile"]), markup=False)

@@ -18,9 +18,15 @@ def explain(
         "pdd", "--architecture", help="pdd, cdc_pd, idc_pd or colocated"
     ),
     time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    engine_profile: str | None = typer.Option(
+        None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Binding constraints, what relaxing each is worth, pruned candidates, binding role."""
+    from pdd_plan.loaders.engine_profile import use_engine_profile
+
+    use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.api import explain_scenario
 
     check_architecture(architecture)

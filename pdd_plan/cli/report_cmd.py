@@ -42,8 +42,14 @@ def report(
         None, "--hit-rates", help="mean hit rates of the bathtub plot (default 0.3,0.5,...,0.98)"
     ),
     markdown: str = typer.Option(None, "--markdown", help="also write the Markdown report"),
+    engine_profile: str | None = typer.Option(
+        None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
+    ),
 ) -> None:
     """Write the sizing report as a self-contained HTML file with its plots."""
+    from pdd_plan.loaders.engine_profile import use_engine_profile
+
+    use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.report_build import build
 
     check_architecture(architecture)

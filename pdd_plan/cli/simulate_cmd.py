@@ -17,6 +17,9 @@ def simulate(
     warmup_frac: float = typer.Option(
         0.1, "--warmup-frac", help="share of the first requests left out of the statistics"
     ),
+    engine_profile: str | None = typer.Option(
+        None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
     trace_out: str | None = typer.Option(
         None, "--trace-out", help="write a per-request CSV (times of every stage)"
@@ -24,6 +27,9 @@ def simulate(
 ) -> None:
     """Simulate a deployment request by request: the metrics of `evaluate`, with 95 %
     confidence intervals, from a seeded discrete-event run."""
+    from pdd_plan.loaders.engine_profile import use_engine_profile
+
+    use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.model.deployment_json import plan_json
     from pdd_plan.report.files import write_atomic
     from pdd_plan.sim.entry import simulate_plan

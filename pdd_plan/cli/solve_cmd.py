@@ -52,9 +52,15 @@ def solve(
     out: str = typer.Option(
         None, "--out", help="write plan.json, bom.csv, report.md, scenario.json, run.json"
     ),
+    engine_profile: str | None = typer.Option(
+        None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Choose P, RLD and MD instances, GPU types, line tiers and routing policy."""
+    from pdd_plan.loaders.engine_profile import use_engine_profile
+
+    use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.api import sizing_report, solve_scenario
 
     check_architecture(architecture)

@@ -136,9 +136,15 @@ def sweep(
     out: str = typer.Option(
         None, "--out", help="write sweep.csv, sweep.json, run.json and the plots"
     ),
+    engine_profile: str | None = typer.Option(
+        None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Solve (or evaluate a plan) at every point of a grid of scenario values."""
+    from pdd_plan.loaders.engine_profile import use_engine_profile
+
+    use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan import sweep as sw
     from pdd_plan.loaders.catalog import Catalog
 

@@ -17,12 +17,15 @@ are each one line naming the file and key path (exit 2).
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from pathlib import Path
 
 from pdd_plan.loaders.catalog import catalog_dir
 from pdd_plan.loaders.input_files import shown_path
 from pdd_plan.loaders.strict import Node, Problems, load_yaml
 from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile
+from pdd_plan.model.scenario import Engine
 from pdd_plan.model.step_fit import PHASES
 
 WHAT = "a pdd-plan engine profile"
@@ -117,3 +120,89 @@ def load_engine_profile(path: Path | str) -> EngineProfile:
 def default_profile() -> EngineProfile:
     """The profile used when none is given: the plain roofline (identity)."""
     return IDENTITY
+
+
+# ---- the profile a run uses ----------------------------------------------------------------
+# `--engine-profile FILE` sets this for the process and the worker processes it starts
+# (sweep, report), so every scenario loaded in the run takes it, over the scenario's own.
+OVERRIDE_ENV = "PDD_PLAN_ENGINE_PROFILE"
+
+
+def use_engine_profile(path: str | None) -> EngineProfile | None:
+    """Check the `--engine-profile` file now (one line, exit 2, before any work) and make
+    it the run's profile; None leaves the scenarios' own."""
+    if path is None:
+        return None
+    profile = load_engine_profile(path)
+    os.environ[OVERRIDE_ENV] = str(Path(path).resolve())
+    return profile
+
+
+def override_profile() -> EngineProfile | None:
+    path = os.environ.get(OVERRIDE_ENV)
+    return load_engine_profile(path) if path else None
+
+
+def scenario_profile(engine: Engine, node: Node, scenario_path: Path | str) -> Engine:
+    """`engine` with the profile the run uses: --engine-profile, else the scenario's
+    `engine.profile` (a path relative to the scenario file), else the identity."""
+    override = override_profile()
+    if override is not None:
+        return replace(engine, profile=override)
+    if not isinstance(node.value, dict) or "profile" not in node.value:
+        return engine
+    child = Node(node.value["profile"], f"{node.path}.profile", node.problems)
+    relative = child.string(expected="a path to an engine profile file")
+    if relative is None:
+        return engine
+    file = Path(scenario_path).parent / Path(relative).expanduser()
+    if not file.is_file():
+        child.fail("an engine profile file (a path relative to the scenario file)")
+        return engine
+    return replace(engine, profile=load_engine_profile(file))
+
+
+def profile_summary(profile: EngineProfile) -> dict:
+    """What a result says about the profile it used (JSON `engine_profile`)."""
+    return {
+        "name": profile.name,
+        "source": profile.source,
+        "engine": profile.engine,
+        "engine_version": profile.engine_version,
+        "gpu": profile.gpu,
+        "model": profile.model,
+        "identity": profile.is_identity(),
+        "cv_error_frac": dict(profile.cv_error_frac) or None,
+        "fitted_on": [f for f, _, _ in profile.fitted_on],
+    }
+
+
+def profile_line(summary: dict) -> str:
+    """One line for table output (from `profile_summary`): which profile, and how far to
+    trust absolute times."""
+    if summary["identity"]:
+        return (
+            f"engine profile: {summary['name']} ({summary['source']}): the plain roofline, "
+            "not calibrated to an engine (absolute times may be off by tens of %; "
+            "see `pdd-plan calibrate steps`)"
+        )
+    cv = summary["cv_error_frac"] or {}
+    errors = ", ".join(f"{p} {100 * v:.0f} %" for p, v in cv.items()) or "unknown"
+    engine = f"{summary['engine']} {summary['engine_version']}".strip() or "engine unnamed"
+    return (
+        f"engine profile: {summary['name']} ({summary['source']}; {engine} on "
+        f"{summary['gpu'] or 'any GPU'}); cross-validated step error {errors}"
+    )
+
+
+def transfer_notes(profile: EngineProfile, gpu_ids) -> list[str]:
+    """A note per GPU the profile was not fitted on (its efficiencies move by the
+    datasheet ratios; its seconds terms stay as fitted)."""
+    if profile.is_identity() or profile.gpu in ("", "any"):
+        return []
+    return [
+        f"engine profile {profile.name} was fitted on {profile.gpu}; applied to {gpu} through "
+        "the datasheet ratios (peak FLOP/s, HBM bandwidth); its fixed costs are kept as fitted"
+        for gpu in sorted(set(gpu_ids))
+        if gpu != profile.gpu
+    ]

@@ -8,6 +8,7 @@ from pathlib import Path
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog, data_dir
 from pdd_plan.loaders.distributions import distribution
+from pdd_plan.loaders.engine_profile import scenario_profile
 from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
@@ -299,7 +300,7 @@ def _costs(node: Node) -> sc.Costs:
 def _engine(node: Node) -> sc.Engine:
     if node.is_missing:
         return sc.Engine()
-    f = node.mapping(optional=("decode_kv_bytes_per_token", "decode_kv_source"))
+    f = node.mapping(optional=("decode_kv_bytes_per_token", "decode_kv_source", "profile"))
     if f is None:
         return sc.Engine()
     per_token = f["decode_kv_bytes_per_token"].number(
@@ -378,7 +379,7 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
         objective=_objective(f["objective"], workload.arrival_rate_per_s if workload else None),
         policy=_policy(f["policy"]),
         costs=_costs(f["costs"]),
-        engine=_engine(f["engine"]),
+        engine=scenario_profile(_engine(f["engine"]), f["engine"], path),
         architectures=_architectures(f["architectures"], datacenters, datacenters_ok),
         source_file=str(path),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
 from pdd_plan.model.workload import Distribution
 
 ROLES = ("prefill", "relay_decode", "main_decode", "decode", "colocated")
@@ -98,10 +99,13 @@ class Engine:
     `decode_kv_bytes_per_token`: HBM a decoding instance holds per token of context. Engines
     may keep far more than the architecture's compressed KV (paged or uncompressed layouts,
     per-layer buffers); it sets how many requests fit beside the weights.
+    `profile`: the engine's fitted step-time parameters (model/engine_profile.py); the
+    identity (the plain roofline) unless the scenario or --engine-profile names one.
     """
 
     decode_kv_bytes_per_token: float | None = None
     decode_kv_source: str = ""
+    profile: EngineProfile = IDENTITY
 
 
 @dataclass(frozen=True)

@@ -64,8 +64,9 @@ def _pool(deployment: Deployment, role: str, model, gpus: dict[str, Gpu], scenar
         )
     g = groups[0]
     inst = Instance(
-        model, gpus[g.gpu], g.gpus_per_instance, scenario.kv_dtype, scenario.weight_dtype
-    )
+        model, gpus[g.gpu], g.gpus_per_instance, scenario.kv_dtype, scenario.weight_dtype,
+        engine_profile=scenario.engine.profile,
+    )  # fmt: skip
     return RolePool(g, inst)
 
 

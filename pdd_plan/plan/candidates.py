@@ -140,7 +140,10 @@ def candidates(
                 for n in shapes(gpu.gpus_per_node, offer.gpus_per_instance):
                     if offer.max_gpus is not None and n > offer.max_gpus:
                         continue
-                    inst = Instance(model, gpu, n, scenario.kv_dtype, scenario.weight_dtype)
+                    inst = Instance(
+                        model, gpu, n, scenario.kv_dtype, scenario.weight_dtype,
+                        engine_profile=scenario.engine.profile,
+                    )  # fmt: skip
                     price = n * offer.price_usd_per_gpu_hour
                     power_w = n * gpu.facility_power_w(scenario.costs.pue)
                     why = _over_power(dc, power_w)

@@ -83,8 +83,9 @@ class Spaces:
         if key not in self._instances:
             s = self.scenario
             self._instances[key] = Instance(
-                self.model, self.gpus[gpu], n, s.kv_dtype, s.weight_dtype
-            )
+                self.model, self.gpus[gpu], n, s.kv_dtype, s.weight_dtype,
+                engine_profile=s.engine.profile,
+            )  # fmt: skip
         return self._instances[key]
 
     def _role_bound(self, role, inst, policy, dist: int, routes) -> bd.RoleBound:

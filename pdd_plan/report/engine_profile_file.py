@@ -20,7 +20,10 @@ def profile_document(profile: EngineProfile) -> dict:
             doc[key] = getattr(profile, key)
     if profile.parallelism:
         doc["parallelism"] = dict(profile.parallelism)
-    doc["parameters"] = {k: float(f"{getattr(profile, k):.6g}") for k in PARAMETERS}
+    # 6 significant digits; a bound the fit reached up to rounding (1e-17 s) is written 0
+    doc["parameters"] = {
+        k: 0.0 if abs(v := getattr(profile, k)) < 1e-12 else float(f"{v:.6g}") for k in PARAMETERS
+    }
     if profile.fitted_on:
         doc["fitted_on"] = [
             {"file": f, "sha256": h, "rows": int(n)} for f, h, n in profile.fitted_on

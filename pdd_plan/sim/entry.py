@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.engine_profile import profile_summary
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.evaluate import prepare
@@ -77,4 +78,6 @@ def simulate_plan(
     check_options(requests, warmup_frac, seed)
     setup = load_setup(scenario, plan, catalog or Catalog())
     run = simulate(setup, SimConfig(requests, seed, warmup_frac))
-    return metrics_json(run, measure(run)), run
+    out = metrics_json(run, measure(run))
+    out["engine_profile"] = profile_summary(setup.scenario.engine.profile)
+    return out, run

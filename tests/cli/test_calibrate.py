@@ -154,3 +154,93 @@ def test_broken_gzip_and_unknown_model_are_one_line(run_cli, tmp_path):
                      "-o", "p.yaml")  # fmt: skip
     assert result.returncode == 2 and "'qwen9'" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+# ---- using a profile: --engine-profile and the scenario's engine.profile -------------------
+import yaml  # noqa: E402
+
+from pdd_plan.loaders.scenario import resolve_scenario_path  # noqa: E402
+
+PLAN = str(resolve_scenario_path("pdd-paper").parent / "plans" / "pdd-paper-pdd.yaml")
+SLOW = "name: slow_steps\nengine: test\ngpu: b300\nparameters: {fixed_step_s: 0.01}\n"
+
+
+def _evaluate(run_cli, scenario, *extra):
+    result = run_cli("evaluate", str(scenario), PLAN, "--format", "json", *extra)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["metrics"]
+
+
+def test_evaluate_engine_profile_option(run_cli, tmp_path):
+    (tmp_path / "slow.yaml").write_text(SLOW)
+    plain = _evaluate(run_cli, "pdd-paper")
+    slow = _evaluate(run_cli, "pdd-paper", "--engine-profile", "slow.yaml")
+    assert plain["engine_profile"]["name"] == "roofline_default"
+    assert plain["engine_profile"]["identity"] is True
+    assert slow["engine_profile"]["name"] == "slow_steps"
+    # every decode step is 10 ms longer (and batches grow with it): TPOT rises by >= 10 ms
+    assert slow["tpot_s"]["p50"] >= plain["tpot_s"]["p50"] + 0.010 - 1e-9
+    # fitted on b300, the plan runs H100 and H200: one note for each GPU
+    notes = [w for w in slow["warnings"] if "fitted on b300" in w]
+    assert {n.split("applied to ")[1].split(" ")[0] for n in notes} == {"h100_sxm", "h200_sxm"}
+    assert not [w for w in plain["warnings"] if "fitted on" in w]
+
+
+def test_scenario_engine_profile_relative_and_the_option_wins(run_cli, tmp_path):
+    data = yaml.safe_load(resolve_scenario_path("pdd-paper").read_text())
+    data.setdefault("engine", {})["profile"] = "profiles/slow.yaml"
+    (tmp_path / "sub" / "profiles").mkdir(parents=True)
+    (tmp_path / "sub" / "profiles" / "slow.yaml").write_text(SLOW)
+    (tmp_path / "sub" / "s.yaml").write_text(yaml.safe_dump(data))
+    (tmp_path / "other.yaml").write_text(SLOW.replace("slow_steps", "other_steps"))
+    assert _evaluate(run_cli, "sub/s.yaml")["engine_profile"]["name"] == "slow_steps"
+    over = _evaluate(run_cli, "sub/s.yaml", "--engine-profile", "other.yaml")
+    assert over["engine_profile"]["name"] == "other_steps"
+
+
+def test_calibrated_profile_is_accepted_by_evaluate(run_cli, tmp_path):
+    (tmp_path / "fpm.csv").write_text(_fpm_text())
+    assert _calibrate(run_cli, "fpm.csv", "--no-cv").returncode == 0
+    m = _evaluate(run_cli, "pdd-paper", "--engine-profile", "profile.yaml")
+    assert m["engine_profile"]["gpu"] == "b300"
+    assert m["engine_profile"]["fitted_on"] == ["fpm.csv"]
+
+
+@pytest.mark.parametrize(
+    "text, fragments",
+    [
+        ("name: x\nparameters: {memory_efficiency_frac: 0}\n",
+         ["parameters.memory_efficiency_frac", "found 0"]),
+        ("name: x\nparameters: {}\nbogus: 1\n", ["bogus", "an unknown key"]),
+        ("", ["an empty file"]),
+    ],
+)  # fmt: skip
+def test_bad_profile_is_one_line(run_cli, tmp_path, text, fragments):
+    (tmp_path / "bad.yaml").write_text(text)
+    result = run_cli("evaluate", "pdd-paper", PLAN, "--engine-profile", "bad.yaml")
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: bad.yaml")
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_missing_scenario_profile_names_the_key(run_cli, tmp_path):
+    data = yaml.safe_load(resolve_scenario_path("pdd-paper").read_text())
+    data.setdefault("engine", {})["profile"] = "nowhere.yaml"
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    result = run_cli("evaluate", "s.yaml", PLAN)
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert "engine.profile" in lines[0] and "'nowhere.yaml'" in lines[0]
+
+
+def test_estimate_names_its_profile(run_cli, tmp_path):
+    (tmp_path / "slow.yaml").write_text(SLOW)
+    args = ["estimate", "--model", "qwen3_32b", "--gpu", "b300", "--isl", "1000", "--osl",
+            "100", "--batch", "8", "--format", "json"]  # fmt: skip
+    plain = json.loads(run_cli(*args).stdout)
+    slow = json.loads(run_cli(*args, "--engine-profile", "slow.yaml").stdout)
+    assert plain["engine_profile"]["identity"] and not plain["warnings"]
+    assert slow["tpot_s"] == pytest.approx(plain["tpot_s"] + 0.01)
+    assert slow["prefill_s"] == pytest.approx(plain["prefill_s"] + 0.01)

@@ -184,3 +184,18 @@ def test_strict_profile_errors_name_the_key(tmp_path, text, path, found):
     assert len(err.value.problems) == 1
     line = str(err.value)
     assert path in line and found in line and str(f) in line
+
+
+def test_shipped_profiles_load_and_the_default_is_the_identity():
+    from pdd_plan.loaders.engine_profile import engines_dir
+
+    files = sorted(engines_dir().glob("*.yaml"))
+    assert {f.stem for f in files} >= {"roofline_default", "vllm_0_20_b300_qwen3_32b"}
+    for f in files:
+        p = load_engine_profile(f)
+        assert p.name == f.stem
+        assert p.is_identity() == (f.stem == "roofline_default")
+        if not p.is_identity():
+            assert p.gpu in CAT.gpus and p.fitted_on and dict(p.cv_error_frac).keys() == {
+                "decode", "prefill", "mixed"}  # fmt: skip
+            assert all(len(sha) == 64 for _, sha, _ in p.fitted_on)
