@@ -95,9 +95,20 @@ def set_path(data: dict, key: str, value: Any) -> bool:
     return created
 
 
+def _profile_beside(data: dict, label: str) -> dict:
+    """`engine.profile` made absolute: it is relative to the scenario file (`label`), and
+    the edited copy is read from a temporary file elsewhere."""
+    engine = data.get("engine") if isinstance(data, dict) else None
+    profile = engine.get("profile") if isinstance(engine, dict) else None
+    if not isinstance(profile, str) or Path(profile).expanduser().is_absolute():
+        return data
+    return {**data, "engine": {**engine, "profile": str((Path(label).parent / profile).absolute())}}
+
+
 def load_data(data: dict, label: str, catalog: Catalog) -> Scenario:
     """Load a parsed (and edited) scenario with the strict file loader; problems and the
     scenario's `source_file` name `label` instead of the temporary file."""
+    data = _profile_beside(data, label)
     fd, tmp = tempfile.mkstemp(prefix=".pdd-plan-edit.", suffix=".yaml")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

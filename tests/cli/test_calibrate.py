@@ -244,3 +244,21 @@ def test_estimate_names_its_profile(run_cli, tmp_path):
     assert plain["engine_profile"]["identity"] and not plain["warnings"]
     assert slow["tpot_s"] == pytest.approx(plain["tpot_s"] + 0.01)
     assert slow["prefill_s"] == pytest.approx(plain["prefill_s"] + 0.01)
+
+
+def test_sweep_workers_take_the_scenario_profile(run_cli, tmp_path):
+    # the sweep loads each point from an edited copy in a temporary file: the profile's
+    # path must still be read relative to the scenario file
+    data = yaml.safe_load(resolve_scenario_path("pdd-paper").read_text())
+    data.setdefault("engine", {})["profile"] = "profiles/slow.yaml"
+    (tmp_path / "sub" / "profiles").mkdir(parents=True)
+    (tmp_path / "sub" / "profiles" / "slow.yaml").write_text(SLOW)
+    (tmp_path / "sub" / "s.yaml").write_text(yaml.safe_dump(data))
+
+    def tpot_p50(scenario):
+        result = run_cli("sweep", scenario, "--vary", "workload.arrival_rate_per_s=10:10:1",
+                         "--plan", PLAN, "--jobs", "1", "--format", "json")  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)["points"][0]["metrics"]["tpot_s"]["p50"]
+
+    assert tpot_p50("sub/s.yaml") >= tpot_p50("pdd-paper") + 0.010 - 1e-9
