@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pdd_plan import sweep as sw
-from pdd_plan.errors import InfeasibleError, PddPlanError
+from pdd_plan.errors import InfeasibleError, PddPlanError, visible
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import resolve_scenario_path
 from pdd_plan.loaders.strict import load_yaml
@@ -34,7 +34,7 @@ from pdd_plan.plan.variants import line_prices_usd_per_month
 from pdd_plan.report import plots
 from pdd_plan.report.html import Figure, render_html
 from pdd_plan.report.markdown import SECTIONS, render_report
-from pdd_plan.report.md_format import ARCH_NAMES, composition
+from pdd_plan.report.md_format import ARCH_NAMES, cell, composition, md_text
 from pdd_plan.report.sweep_files import gpu_groups, group_label
 
 HIT_MEANS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
@@ -150,7 +150,8 @@ def _solve_base(s: Scenario, architecture: str, catalog: Catalog, resolution, ti
     result, _ = api.solve_loaded(s, architecture, catalog, resolution, time_limit_s)
     if result["status"] == "infeasible":
         raise InfeasibleError(
-            f"{s.name}: no {architecture} plan meets the SLA, so there is nothing to report "
+            f"{visible(s.name)}: no {architecture} plan meets the SLA, so there is nothing to "
+            "report "
             f"(policies tried: {api.policies_tried(result) or 'none'}); `pdd-plan solve` "
             "explains why"
         )
@@ -177,7 +178,9 @@ def build(
     points = extra_points(s, catalog, architecture, hit_means)
     sweep = sw.Sweep(str(path), data, points, architecture=architecture,
                      resolution=resolution, time_limit_s=time_limit_s)  # fmt: skip
-    jobs = sw.job_count(jobs, len(sweep.points))
+    jobs, note = sw.job_plan(jobs, len(sweep.points))
+    if note:
+        say(f"note: {note}")
     pool = sw.process_pool(jobs)
     try:
         point_futures = sw.submit_points(pool, sweep)
@@ -320,7 +323,7 @@ def _g(value) -> str:
 
 
 def _md_row(cells) -> str:
-    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(cell(c) for c in cells) + " |"
 
 
 def plot_data(rows: list[dict], plans: list[dict]) -> list[str]:
@@ -332,10 +335,10 @@ def plot_data(rows: list[dict], plans: list[dict]) -> list[str]:
         m = r["metrics"] or {}
         case = ", ".join(f"`{k}` = {v:g}" if isinstance(v, float) else f"`{k}` = {v}"
                          for k, v in r["values"].items())  # fmt: skip
+        outcome = md_text(r["error"]) if r["error"] else composition(r["plan"])
         lines.append(_md_row([case, r["status"], _g(m.get("cost_usd_per_hour")),
                               _g(m.get("goodput_rps")), _g(m.get("bcr_rps_per_usd_hour")),
-                              _g((m.get("ttft_s") or {}).get("p99")),
-                              r["error"] or composition(r["plan"])]))  # fmt: skip
+                              _g((m.get("ttft_s") or {}).get("p99")), outcome]))  # fmt: skip
     lines += ["", "The plans of the cost against TTFT P99 figure, each on this scenario:", "",
               _md_row(["plan", "$/h", "TTFT P99 s", "SLA met", "composition"]),
               _md_row(["---"] * 5)]  # fmt: skip

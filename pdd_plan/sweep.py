@@ -15,13 +15,20 @@ import multiprocessing
 import os
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdd_plan.errors import InputError, PddPlanError, SaturatedError, SolverError
+from pdd_plan.errors import (
+    InfeasibleError,
+    InputError,
+    PddPlanError,
+    SaturatedError,
+    SolverError,
+)
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import resolve_scenario_path
 from pdd_plan.loaders.strict import load_yaml
@@ -228,6 +235,34 @@ def run_point(sweep: Sweep, index: int, catalog: Catalog | None = None) -> dict:
     return row
 
 
+# --- the sweep's outcome -------------------------------------------------------------
+
+OK_STATUSES = ("optimal", "feasible", "evaluated")
+# a failed point's status -> the exit code of a sweep whose every point failed so
+_EXIT_OF_STATUS = {"error": 1, "bad_value": 2, "infeasible": 3, "saturated": 3,
+                   "solver_error": 4}  # fmt: skip
+
+
+def all_failed_error(rows: list[dict], label: str) -> PddPlanError | None:
+    """None when a point ran. When none did, the error the sweep ends with: the lowest
+    exit code among the points' (a bug 1, bad values 2, infeasible or saturated 3, a
+    solver failure 4), naming the count of each status and the first point's error. A
+    sweep with some points failed is not an error: it exits 0 and counts them."""
+    if not rows or any(r["status"] in OK_STATUSES for r in rows):
+        return None
+    code = min(_EXIT_OF_STATUS.get(r["status"], 1) for r in rows)
+    counts = Counter(r["status"] for r in rows)
+    first = next((r for r in rows if _EXIT_OF_STATUS.get(r["status"], 1) == code), rows[0])
+    error = " ".join(str(first["error"] or first["status"]).split())
+    error = error if len(error) <= 200 else error[:200] + "..."
+    found = f"all {len(rows)} points failed ({', '.join(f'{n} {s}' for s, n in counts.items())})"
+    if code == 2:
+        return InputError.single(label, "--vary", found, "values at which a point loads",
+                                 f"point {first['index']}: {error}")  # fmt: skip
+    cls = {3: InfeasibleError, 4: SolverError}.get(code, PddPlanError)
+    return cls(f"{label}: {found}; point {first['index']}: {error}")
+
+
 # --- the pool ------------------------------------------------------------------------
 
 
@@ -239,9 +274,37 @@ def worker_catalog() -> Catalog:
     return _catalog
 
 
-def job_count(jobs: int | None, points: int) -> int:
-    """Processes for `points` points: `jobs` (default: one per CPU), at most one a point."""
-    return max(1, min(jobs or os.cpu_count() or 1, points))
+JOBS_PER_CPU_MAX = 4  # an explicit --jobs runs at most this many processes a CPU
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity, which a container may narrow)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def job_count(jobs: int | None, points: int, cpus: int | None = None) -> int:
+    return job_plan(jobs, points, cpus)[0]
+
+
+def job_plan(jobs: int | None, points: int, cpus: int | None = None) -> tuple[int, str]:
+    """Processes for `points` points, and a note for stderr ('' when none is due).
+
+    The default is one a CPU: more only share the CPUs (each holds its own solver and
+    catalog, so memory grows and nothing ends sooner). An explicit `jobs` above the CPU
+    count is honoured, with a note, up to JOBS_PER_CPU_MAX a CPU, and capped there. Never
+    more processes than points."""
+    cpus = cpus or cpu_count()
+    cap = JOBS_PER_CPU_MAX * cpus
+    count = max(1, min(jobs or cpus, cap, points))
+    if jobs and jobs > cap and points > cap:
+        return count, (f"--jobs {jobs} capped at {cap} processes ({JOBS_PER_CPU_MAX} a CPU, "
+                       f"{cpus} CPU{'s' if cpus > 1 else ''})")  # fmt: skip
+    if count > cpus:
+        return count, f"--jobs {jobs}: {count} processes share {cpus} CPUs (oversubscribed)"
+    return count, ""
 
 
 def process_pool(jobs: int) -> ProcessPoolExecutor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.loaders.engine_profile import profile_line
 
 
@@ -37,7 +37,7 @@ def print_result(result: dict) -> None:
     """The plan and its metrics as tables and a few lines (evaluate and solve)."""
     m, p = result["metrics"], result["plan"]
     console.print(
-        f"[bold]{result['scenario']}[/]: {p['architecture']} plan, offered "
+        f"[bold]{safe(result['scenario'])}[/]: {p['architecture']} plan, offered "
         f"{m['offered_rps']:g} req/s"
     )
     table(
@@ -84,7 +84,7 @@ def print_result(result: dict) -> None:
     if p["architecture"] == "pdd":
         console.print(f"RLD share of output tokens {m['rld_token_share_frac']:.1%}")
     for warning in m["warnings"]:
-        console.print(f"[yellow]warning[/]: {warning}")
+        console.print(f"[yellow]warning[/]: {safe(warning)}")
     util = ", ".join(f"{k} {v:.0%}" for k, v in m["role_utilization_frac"].items())
     console.print(f"utilisation: {util}; binding: {m['binding_role'] or '-'}")
     if m.get("engine_profile"):

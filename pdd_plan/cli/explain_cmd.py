@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 import typer
+from rich.text import Text
 
-from pdd_plan.cli.output import Format, check_architecture, console, print_json, table
+from pdd_plan.cli.output import Format, check_architecture, console, print_json, safe, table
 
 MAX_EXAMPLES = 3  # pruned candidates named per reason in the table
 
@@ -56,7 +57,7 @@ def _objective(value, metric: str) -> str:
 def print_explanation(result: dict) -> None:
     obj = result["objective"]
     console.print(
-        f"[bold]{result['scenario']}[/]: {result['architecture']} plan, objective "
+        f"[bold]{safe(result['scenario'])}[/]: {result['architecture']} plan, objective "
         f"{obj['kind']} ({obj['metric']} {_objective(obj['value'], obj['metric'])}); sized "
         f"for {result['milp']['rate_rps']:.3g} req/s"
     )
@@ -69,7 +70,7 @@ def print_explanation(result: dict) -> None:
                 c["constraint"],
                 c["family"],
                 _amount(c["slack"], c["unit"]),
-                "[bold]yes[/]" if c["binding"] else "no",
+                Text("yes", style="bold") if c["binding"] else "no",
             ]
             for c in result["constraints"]
         ],  # fmt: skip

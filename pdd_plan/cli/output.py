@@ -1,4 +1,10 @@
-"""Printing for the CLI: rich tables on a terminal, JSON when asked."""
+"""Printing for the CLI: rich tables on a terminal, JSON when asked.
+
+User text (scenario names, file paths, catalog names, values echoed back) reaches the
+terminal only through `safe` (in a markup string) or `table` (plain cells): its rich markup
+is escaped and its control characters are shown as escapes, so it can neither style the
+output, nor move the cursor, nor start a line of its own.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,27 @@ import sys
 from enum import StrEnum
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-console = Console()
+from pdd_plan.errors import visible
+
+
+class _VisibleConsole(Console):
+    """A console whose printed strings never carry a control character (ESC, CR, a
+    newline): the guard for a call site that forgot `safe`. No print here needs one."""
+
+    def print(self, *objects, **kwargs) -> None:
+        super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+console = _VisibleConsole()
+
+
+def safe(value) -> str:
+    """User text for a rich markup string: `[bold]` shown as written, controls escaped."""
+    return escape(visible(str(value)))
 
 
 class Format(StrEnum):
@@ -29,12 +53,21 @@ def fmt(value, digits: int = 3) -> str:
     return str(value)
 
 
+def plain(value) -> Text | object:
+    """A table cell or title: a rich renderable as it is, anything else as plain text
+    (no markup), formatted by `fmt`, with its control characters shown as escapes."""
+    if isinstance(value, Text) or hasattr(value, "__rich_console__"):
+        return value
+    return Text(visible(fmt(value)))
+
+
 def table(title: str, columns: list[str], rows: list[list], caption: str = "") -> None:
-    t = Table(title=title, caption=caption or None, show_lines=False)
+    """Cells are plain text (`plain`): pass a `rich.text.Text` to style one."""
+    t = Table(title=plain(title), caption=plain(caption) if caption else None, show_lines=False)
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
+        t.add_column(plain(c), justify="left" if i == 0 else "right")
     for row in rows:
-        t.add_row(*[fmt(v) for v in row])
+        t.add_row(*[plain(v) for v in row])
     console.print(t)
 
 

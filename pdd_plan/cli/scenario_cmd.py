@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path, scenarios_dir
 from pdd_plan.report import views
@@ -26,7 +26,7 @@ def validate(
     if format is Format.json:
         print_json({"valid": True, "scenario": d})
         return
-    console.print(f"[green]valid[/]: {d['file']} ({d['name']})")
+    console.print(f"[green]valid[/]: {safe(d['file'])} ({safe(d['name'])})")
     table(
         "Workload",
         [

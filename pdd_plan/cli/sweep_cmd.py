@@ -153,7 +153,9 @@ def sweep(
     catalog = Catalog()
     spec = sw.prepare(scenario, vary, objective, architecture, plan, time_limit_s=time_limit,
                       catalog=catalog)  # fmt: skip
-    jobs = sw.job_count(jobs, len(spec.points))
+    jobs, note = sw.job_plan(jobs, len(spec.points))
+    if note:
+        typer.echo(f"note: {note}", err=True)
     rows, wall_s = run_with_progress(spec, jobs)
     info = summary(spec, rows, jobs, wall_s)
     if out:
@@ -163,9 +165,12 @@ def sweep(
         write_out(Path(out), spec, rows, info, mean)
     if format is Format.json:
         print_json({**info, "points": rows})
-        return
-    _print_table(spec, rows)
-    console.print(
-        f"{info['points_total']} points ({info['points_failed']} failed) in {wall_s:.1f} s "
-        f"with {jobs} process{'es' if jobs > 1 else ''}" + (f"; files in {out}" if out else "")
-    )
+    else:
+        _print_table(spec, rows)
+        console.print(
+            f"{info['points_total']} points ({info['points_failed']} failed) in {wall_s:.1f} s "
+            f"with {jobs} process{'es' if jobs > 1 else ''}" + (f"; files in {out}" if out else "")
+        )
+    failed = sw.all_failed_error(rows, spec.label)  # some points failed: exit 0, counted
+    if failed is not None:
+        raise failed

@@ -70,30 +70,71 @@ class Figure:
 
 
 # --- inline Markdown -----------------------------------------------------------------
+# A scan, not substitutions: backslash escapes, `code` spans, **bold** and entity
+# references become tokens, so no placeholder can collide with the text (user text
+# reaches the Markdown escaped by `md_format.md_text`, whose escapes are undone here).
 
-_CODE = re.compile(r"`([^`]+)`")
-_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_TOKEN = re.compile(
+    r"\\([!-/:-@\[-`{-~])"  # a backslash escape of ASCII punctuation
+    r"|`([^`]+)`"  # a code span
+    r"|(\*\*)"  # one side of **bold**
+    r"|&(#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]\w{1,31});"  # an entity reference
+)
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    """(kind, text) pairs: 'text' (literal characters), 'code', or 'bold' (a `**`)."""
+    out: list[tuple[str, str]] = []
+    at = 0
+    for m in _TOKEN.finditer(text):
+        out.append(("text", text[at : m.start()]))
+        escaped, code, bold, entity = m.groups()
+        if code is not None:
+            out.append(("code", code))
+        elif bold is not None:
+            out.append(("bold", bold))
+        elif entity is not None:
+            out.append(("text", html.unescape(m.group())))  # unknown names stay as written
+        else:
+            out.append(("text", escaped))
+        at = m.end()
+    out.append(("text", text[at:]))
+    return out
 
 
 def inline(text: str) -> str:
-    """Escape, then `code` and **bold**; code spans are kept away from the bold rule."""
-    spans: list[str] = []
+    """Inline Markdown as HTML: every character escaped, `code` and **bold** (a `**`
+    without a partner after it stays literal)."""
+    tokens = _tokens(text)
+    pairs = sum(kind == "bold" for kind, _ in tokens) // 2 * 2
+    out, seen = [], 0
+    for kind, value in tokens:
+        if kind == "code":
+            out.append(f"<code>{html.escape(value)}</code>")
+        elif kind == "bold" and seen < pairs:
+            out.append("<strong>" if seen % 2 == 0 else "</strong>")
+            seen += 1
+        else:
+            out.append(html.escape(value, quote=False))
+    return "".join(out)
 
-    def keep(match: re.Match) -> str:
-        spans.append(f"<code>{html.escape(match.group(1))}</code>")
-        return f"\x00{len(spans) - 1}\x00"
 
-    text = _CODE.sub(keep, text)
-    text = html.escape(text, quote=False)
-    text = _BOLD.sub(r"<strong>\1</strong>", text)
-    return re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], text)
+def plain(text: str) -> str:
+    """Inline Markdown as plain text (a page title): escapes undone, no markup."""
+    return "".join(value for _, value in _tokens(text))
 
 
 def _cells(line: str) -> list[str]:
-    """A Markdown table row's cells; `\\|` is a literal bar."""
+    """A Markdown table row's cells, split at the bars no backslash escapes (a `\\\\`
+    pair escapes itself); `\\|` then becomes a bar, as GFM does before inline parsing."""
     body = line.strip()[1:-1]
-    parts = re.split(r"(?<!\\)\|", body)
-    return [p.strip().replace("\\|", "|") for p in parts]
+    cells, at = [], 0
+    for m in re.finditer(r"\\.|\|", body):
+        if m.group() == "|":
+            cells.append(body[at : m.start()])
+            at = m.end()
+    cells.append(body[at:])
+    return [c.strip().replace("\\|", "|") for c in cells]
 
 
 def slug(title: str) -> str:
@@ -224,7 +265,7 @@ def render_html(
     table of contents, then every Markdown section with its figures after it, then the
     `extra` sections ((title, Markdown lines), e.g. the data behind the plots)."""
     head, sections = markdown_sections(markdown)
-    title = head[0].lstrip("# ").strip() if head else "Sizing report"
+    title = head[0].lstrip("#").strip() if head else "Sizing report"
     lead = blocks_html(head[1:])
     numbered = {f.name: n for n, f in enumerate(figures, 1)}
     sections += list(extra)
@@ -245,7 +286,7 @@ def render_html(
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"<title>{html.escape(plain(title))}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
         + "\n".join(parts)
         + "\n<footer>Self-contained: every figure is inline SVG; nothing is fetched.</footer>\n"
         "</main>\n</body>\n</html>\n"

@@ -23,6 +23,8 @@ from pdd_plan.report.md_format import (
     QUANTILES,
     composition,
     dur,
+    md_code,
+    md_text,
     num,
     pct,
     percentile_name,
@@ -99,7 +101,7 @@ def _scenario(s: Scenario, data: dict) -> list[str]:
         ["KV bytes per token", f"{sm['kv_bytes_per_token']:,.0f} B (long-context limit)"],
         *(
             [["decode-side KV in HBM", f"{sm['decode_kv_bytes_per_token']:,.0f} B per token "
-                                       f"of context ({sm['decode_kv_source']})"]]
+                                       f"of context ({md_text(sm['decode_kv_source'])})"]]
             if sm["decode_kv_bytes_per_token"] else []
         ),
         ["demand", f"{rps(sm['arrival_rate_per_s'])} offered, burstiness (cv²) "
@@ -115,8 +117,8 @@ def _scenario(s: Scenario, data: dict) -> list[str]:
         ["objective", sm["objective"]],
         ["architectures compared", ", ".join(ARCH_NAMES.get(a, a) for a in sm["architectures"])],
     ]  # fmt: skip
-    source = f" (file `{Path(sm['file']).name}`)" if sm["file"] else ""
-    out = [f"Scenario `{sm['name']}`{source}.", ""]
+    source = f" (file {md_code(Path(sm['file']).name)})" if sm["file"] else ""
+    out = [f"Scenario {md_code(sm['name'])}{source}.", ""]
     out += table(["item", "value"], rows)
     out += ["", "Datacenters, the GPUs they offer and their prices:", ""]
     dc_rows = []
@@ -303,7 +305,7 @@ def _sla(data: dict) -> list[str]:
         + " / ".join(dur(m["tpot_s"][q]) for q in QUANTILES)
         + f"; largest inter-token gap {dur(m['max_inter_token_gap_s'])}.",
     ]
-    out += ["", *(f"> warning: {w}" for w in m["warnings"])] if m["warnings"] else []
+    out += ["", *(f"> warning: {md_text(w)}" for w in m["warnings"])] if m["warnings"] else []
     return out
 
 
@@ -319,7 +321,9 @@ def _compare(data: dict) -> list[str]:
         m = e.get("metrics")
         if not m:
             reason = e.get("reason", "no plan meets the SLA")
-            rows.append([name, "infeasible: " + reason, "-", "-", "-", "-", "-", "-", "-", "-"])
+            rows.append(
+                [name, "infeasible: " + md_text(reason), "-", "-", "-", "-", "-", "-", "-", "-"]
+            )
             continue
         ratio = (
             m["bcr_rps_per_usd_hour"] / base["bcr_rps_per_usd_hour"]
@@ -360,9 +364,9 @@ def render_report(s: Scenario, data: dict) -> str:
         raise ValueError("the sizing report needs a solved plan")
     plan = result["plan"]
     head = [
-        f"# Sizing report: {data['summary']['name']}",
+        f"# Sizing report: {md_text(data['summary']['name'])}",
         "",
-        *([s.description.strip(), ""] if s.description else []),
+        *([md_text(s.description), ""] if s.description.strip() else []),
         f"pdd-plan {data['version']}: {ARCH_NAMES.get(plan['architecture'])} plan, objective "
         f"`{result['solver']['objective']}`, status **{result['status']}**. Figures are those "
         "of `pdd-plan solve --format json` and `pdd-plan compare`; prices are rental and "

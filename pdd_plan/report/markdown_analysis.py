@@ -6,6 +6,7 @@ from __future__ import annotations
 from pdd_plan.report.assumptions import ASSUMPTIONS
 from pdd_plan.report.md_format import (
     composition,
+    md_text,
     num,
     pct,
     rps,
@@ -133,7 +134,7 @@ def sensitivity_section(data: dict) -> list[str]:
         m = case.get("metrics")
         if not m:
             rows.append([case["case"], case["change"], case["status"], "-", "-", "-", "-", "-",
-                         case.get("reason", "no plan meets the SLA")])  # fmt: skip
+                         md_text(case.get("reason", "no plan meets the SLA"))])  # fmt: skip
             continue
         cost = m["cost_usd_per_hour"]
         same = _plan_key(case["plan"]) == base_key
