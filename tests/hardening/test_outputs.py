@@ -301,7 +301,8 @@ def _bad_path_cases(tmp_path: Path) -> dict[str, tuple[str, str]]:
 
 
 @pytest.mark.parametrize("case", ["folder as file", "missing parent", "parent is a file"])
-@pytest.mark.parametrize("command", ["solve --bom", "trace --workload-out", "model -o"])
+@pytest.mark.parametrize("command", ["solve --bom", "trace --workload-out", "model -o",
+                                     "report -o", "simulate --trace-out"])  # fmt: skip
 def test_an_unwritable_output_is_refused_before_any_work(cli, tmp_path, case, command):
     path, says = _bad_path_cases(tmp_path)[case]
     tiny_trace(tmp_path), small_config(tmp_path)
@@ -309,7 +310,10 @@ def test_an_unwritable_output_is_refused_before_any_work(cli, tmp_path, case, co
         "solve --bom": ["solve", "--bom", path],
         "trace --workload-out": ["trace", "analyze", "t.jsonl", "--workload-out", path],
         "model -o": ["model", "import", "cfg.json", "-o", path],
+        "report -o": ["report", "--output", path],
+        "simulate --trace-out": ["simulate", "default", "p.yaml", "--trace-out", path],
     }[command]
+    (tmp_path / "p.yaml").write_text("plan: {architecture: pdd}\n")
     before = checksums(tmp_path)
     start = time.perf_counter()
     done = cli(*args)
@@ -319,11 +323,14 @@ def test_an_unwritable_output_is_refused_before_any_work(cli, tmp_path, case, co
     assert changed(before, checksums(tmp_path)) == set()
 
 
-def test_out_given_an_existing_file_is_refused(cli, tmp_path):
+def test_out_given_an_existing_file_or_a_dash_is_refused(cli, tmp_path):
     (tmp_path / "out").write_text("a file\n")
     done = cli("solve", "--out", "out")
     assert_one_error_line(done, 2, "out:", "--out", "a file")
     assert (tmp_path / "out").read_text() == "a file\n"
+    done = cli("solve", "--out", "-")
+    assert_one_error_line(done, 2, "--out", "'-'", "a folder path")
+    assert done.stdout == ""
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a chmod 555 folder anyway")
@@ -449,3 +456,33 @@ def test_write_folder_swaps_in_exactly_the_new_contents(tmp_path, monkeypatch, e
                                                               "run.json": "{}\n"}  # fmt: skip
     assert stat.S_IMODE(out.stat().st_mode) == 0o750
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+# ---- the up-front checks, called directly -------------------------------------------------
+
+
+def test_a_folder_that_refuses_a_new_file_is_refused(tmp_path, monkeypatch):
+    """Root writes anywhere the mode bits say no, so a read-only mount or /proc shows only
+    when a file is actually made: the probe's failure is the refusal."""
+    from pdd_plan.cli import output_paths
+
+    def read_only(path):
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(output_paths, "new_file", read_only)
+    with pytest.raises(InputError) as caught:
+        output_paths.check_outputs([], {"--bom": str(tmp_path / "b.csv")})
+    (problem,) = caught.value.problems
+    assert problem.key_path == "--bom" and "Read-only file system" in problem.found
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_inside_the_out_folder_is_refused(tmp_path):
+    from pdd_plan.cli.output_paths import check_outputs
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(InputError) as caught:
+        check_outputs([], {"--bom": str(out / "b.csv")}, {"--out": str(out)})
+    assert "--bom" in caught.value.problems[0].found
+    check_outputs([], {"--bom": str(tmp_path / "b.csv")}, {"--out": str(out)})  # beside: fine
