@@ -19,6 +19,7 @@ from pdd_plan.loaders.hf_reader import (
     run_length,
     weight_dtypes,
 )
+from pdd_plan.loaders.model_file import model_from_dict
 from pdd_plan.loaders.strict import describe
 
 
@@ -71,7 +72,7 @@ def import_hf_config(config: Any, file: str, model_id: str, name: str, source: s
             )
     if problems:
         raise InputError(problems)
-    return {
+    entry = {
         "id": model_id,
         "name": name,
         "architecture": _architecture(text, config, model_type),
@@ -86,3 +87,22 @@ def import_hf_config(config: Any, file: str, model_id: str, name: str, source: s
         "ffn_types": mapped["ffn_types"],
         "layers": run_length(mapped["per_layer"]),
     }
+    _loads_back(entry, file)
+    return entry
+
+
+def _loads_back(entry: dict, file: str) -> None:
+    """The entry must load as a catalog entry. The checks above name the config's keys;
+    anything they miss is one line naming the entry's key, never a cascade (a bad
+    attention type would fail every layer that uses it too)."""
+    try:
+        model_from_dict(entry, file)
+    except InputError as exc:
+        first = exc.problems[0]
+        raise InputError.single(
+            file,
+            f"the imported entry's {first.key_path}",
+            first.found,
+            first.expected,
+            "a config value out of the catalog's range",
+        ) from None

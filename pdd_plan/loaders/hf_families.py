@@ -6,27 +6,42 @@ Each takes a `Config` reader and returns the attention types, FFN types, the per
 
 from __future__ import annotations
 
+from pdd_plan.loaders.hf_layers import (
+    LAYERS_KEY,
+    at_most,
+    per_layer,
+    positive_or_absent,
+    sliding_layers,
+)
 from pdd_plan.loaders.hf_reader import MAX_LAYERS, Config, Ints
 
 
-def _moe(c: Config, experts_key: str, topk_key: str, shared: int) -> dict:
+def _moe(
+    c: Config, experts_key: str, topk_key: str, shared: int, inter_key="moe_intermediate_size"
+) -> dict:
+    experts, topk = c.req(experts_key), c.req(topk_key)
+    at_most(c, topk_key, topk, experts_key, experts)
     spec = {
         "kind": "moe",
-        "num_experts": c.req(experts_key),
-        "experts_per_token": c.req(topk_key),
-        "expert_intermediate_size": c.req("moe_intermediate_size"),
+        "num_experts": experts,
+        "experts_per_token": topk,
+        "expert_intermediate_size": c.req(inter_key),
         "shared_intermediate_size": shared,
     }
     return spec
 
 
 def _gqa(c: Config, prefix: str = "", window: int | None = None) -> dict:
-    heads = c.req(prefix + "num_attention_heads")
-    head_dim = c.opt(prefix + "head_dim", kind=int) or c.req("hidden_size") // max(heads, 1)
+    heads, kv_heads = c.req(prefix + "num_attention_heads"), c.req(prefix + "num_key_value_heads")
+    at_most(c, prefix + "num_key_value_heads", kv_heads, prefix + "num_attention_heads", heads)
+    head_dim = positive_or_absent(c, prefix + "head_dim")
+    if head_dim is None:  # derived: hidden_size / heads, which must be at least 1
+        at_most(c, prefix + "num_attention_heads", heads, "hidden_size", c.req("hidden_size"))
+        head_dim = c.req("hidden_size") // max(heads, 1)
     spec = {
         "kind": "gqa",
         "num_heads": heads,
-        "num_kv_heads": c.req(prefix + "num_key_value_heads"),
+        "num_kv_heads": kv_heads,
         "head_dim": head_dim,
         "v_head_dim": c.opt(prefix + "v_head_dim", head_dim),
     }
@@ -142,31 +157,26 @@ def _gdn(c: Config, state_dtype: str) -> dict:
 
 
 def _map_qwen_hybrid(c: Config) -> dict:
-    n = c.req("num_hidden_layers", maximum=MAX_LAYERS)
-    layer_types = c.opt("layer_types", kind=list)
-    if layer_types is None:
+    n = c.req(LAYERS_KEY, maximum=MAX_LAYERS)
+    kinds = {"full_attention": "full", "linear_attention": "gdn"}
+    per = per_layer(c, "layer_types", n, kinds, required=False)
+    if per is None and "layer_types" not in c.data:
         interval = c.req("full_attention_interval")
-        layer_types = [
-            "full_attention" if (i + 1) % max(interval, 1) == 0 else "linear_attention"
-            for i in range(n)
-        ]
+        per = ["full" if (i + 1) % max(interval, 1) == 0 else "gdn" for i in range(n)]
     c.opt("full_attention_interval")
     ssm_dtype = c.opt("mamba_ssm_dtype", kind=str)
     state_dtype = {"float32": "fp32", "bfloat16": "bf16"}.get(ssm_dtype, "fp32")
     shared = c.opt("shared_expert_intermediate_size", 0)
     dense_layers = set(c.opt("mlp_only_layers", [], kind=Ints))
     c.opt("decoder_sparse_step")
-    per_layer = [
-        ("full" if t == "full_attention" else "gdn", "dense" if i in dense_layers else "moe")
-        for i, t in enumerate(layer_types)
-    ]
+    layers = [(t, "dense" if i in dense_layers else "moe") for i, t in enumerate(per or [])]
     ffns = {"moe": _moe(c, "num_experts", "num_experts_per_tok", shared)}
     if dense_layers:
         ffns["dense"] = {"kind": "dense", "intermediate_size": c.req("intermediate_size")}
     return {
         "attention_types": {"full": _gqa(c), "gdn": _gdn(c, state_dtype)},
         "ffn_types": ffns,
-        "per_layer": per_layer,
+        "per_layer": layers,
         "mtp_layers": c.opt("mtp_num_hidden_layers", 0),
     }
 
@@ -212,7 +222,8 @@ def _map_kimi_linear(c: Config) -> dict:
 
 
 def _map_minimax_m1(c: Config) -> dict:
-    types = c.req("attn_type_list", list)
+    n = c.req(LAYERS_KEY, maximum=MAX_LAYERS)
+    kinds = per_layer(c, "attn_type_list", n, {0: "lightning", 1: "full"}) or []
     heads, head_dim = c.req("num_attention_heads"), c.req("head_dim")
     lightning = {
         "kind": "linear",
@@ -225,17 +236,11 @@ def _map_minimax_m1(c: Config) -> dict:
         "state_dtype": "fp32",
     }
     shared = c.opt("shared_intermediate_size", 0)
-    moe = {
-        "kind": "moe",
-        "num_experts": c.req("num_local_experts"),
-        "experts_per_token": c.req("num_experts_per_tok"),
-        "expert_intermediate_size": c.req("intermediate_size"),
-        "shared_intermediate_size": shared,
-    }
+    moe = _moe(c, "num_local_experts", "num_experts_per_tok", shared, "intermediate_size")
     return {
         "attention_types": {"full": _gqa(c), "lightning": lightning},
         "ffn_types": {"moe": moe},
-        "per_layer": [("full" if t == 1 else "lightning", "moe") for t in types],
+        "per_layer": [(k, "moe") for k in kinds],
         "mtp_layers": 0,
     }
 
@@ -243,26 +248,23 @@ def _map_minimax_m1(c: Config) -> dict:
 def _map_sliding_hybrid(c: Config) -> dict:
     """gpt-oss (`layer_types`) and MiMo-V2-Flash (`hybrid_layer_pattern`, `moe_layer_freq`)."""
     window = c.req("sliding_window")
-    pattern = c.opt("hybrid_layer_pattern", kind=list)
-    if pattern is not None:
-        kinds = ["swa" if t == 1 else "full" for t in pattern]
+    n = c.req(LAYERS_KEY, maximum=MAX_LAYERS)
+    if "hybrid_layer_pattern" in c.data:
+        kinds = per_layer(c, "hybrid_layer_pattern", n, {0: "full", 1: "swa"}) or []
         swa = _gqa(c, "swa_", window)
         swa["num_heads"] = c.opt("swa_num_attention_heads", swa["num_heads"])
         c.opt("sliding_window_size")
         c.opt("attention_chunk_size")
     else:
-        kinds = ["swa" if t == "sliding_attention" else "full" for t in c.req("layer_types", list)]
+        sliding = {"full_attention": "full", "sliding_attention": "swa"}
+        kinds = per_layer(c, "layer_types", n, sliding) or []
         swa = _gqa(c, "", window)
-    freq = c.opt("moe_layer_freq")
-    moe_layers = [bool(f) for f in freq] if isinstance(freq, list) else [True] * len(kinds)
+    moe_layers = [True] * len(kinds)
+    if isinstance(c.opt("moe_layer_freq"), list):
+        freq = per_layer(c, "moe_layer_freq", n, {0: False, 1: True})
+        moe_layers = freq if freq is not None else moe_layers
     if c.opt("num_local_experts") is not None:
-        moe = {
-            "kind": "moe",
-            "num_experts": c.req("num_local_experts"),
-            "experts_per_token": c.req("num_experts_per_tok"),
-            "expert_intermediate_size": c.req("intermediate_size"),
-            "shared_intermediate_size": 0,
-        }
+        moe = _moe(c, "num_local_experts", "num_experts_per_tok", 0, "intermediate_size")
     else:
         moe = _moe(
             c,
@@ -285,16 +287,14 @@ def _map_sliding_hybrid(c: Config) -> dict:
 
 def map_generic_gqa(c: Config) -> dict:
     """Llama, Qwen3 (dense and MoE), GLM-4.x, MiniMax-M2 and other plain GQA models."""
-    n = c.req("num_hidden_layers", maximum=MAX_LAYERS)
-    experts = (
-        c.opt("num_experts", kind=int)
-        or c.opt("num_local_experts", kind=int)
-        or c.opt("n_routed_experts", kind=int)
+    n = c.req(LAYERS_KEY, maximum=MAX_LAYERS)
+    experts_key = next(
+        (k for k in ("num_experts", "num_local_experts", "n_routed_experts") if c.opt(k, kind=int)),
+        None,
     )
     ffns: dict[str, dict] = {}
     per_layer_ffn = ["dense"] * n
-    if experts:
-        topk_key = "num_experts_per_tok"
+    if experts_key:
         inter_key = (
             "moe_intermediate_size" if c.opt("moe_intermediate_size", 0) else "intermediate_size"
         )
@@ -303,13 +303,7 @@ def map_generic_gqa(c: Config) -> dict:
             + c.opt("shared_expert_intermediate_size", 0)
             + c.opt("shared_intermediate_size", 0)
         )
-        ffns["moe"] = {
-            "kind": "moe",
-            "num_experts": experts,
-            "experts_per_token": c.req(topk_key),
-            "expert_intermediate_size": c.req(inter_key),
-            "shared_intermediate_size": shared,
-        }
+        ffns["moe"] = _moe(c, experts_key, "num_experts_per_tok", shared, inter_key)
         first_dense = c.opt("first_k_dense_replace", 0)
         dense_layers = set(c.opt("mlp_only_layers", [], kind=Ints)) | set(range(first_dense))
         per_layer_ffn = ["dense" if i in dense_layers else "moe" for i in range(n)]
@@ -326,10 +320,16 @@ def map_generic_gqa(c: Config) -> dict:
         "mtp_transformer_layers",
     ):
         c.opt(key)
+    sliding = sliding_layers(c, n) or [False] * n
+    attention = {"full": _gqa(c)} if not all(sliding) else {}
+    if any(sliding):  # as gpt-oss: the same GQA, over at most the window
+        attention["swa"] = _gqa(c, "", c.opt("sliding_window", kind=int))
     return {
-        "attention_types": {"full": _gqa(c)},
+        "attention_types": attention,
         "ffn_types": ffns,
-        "per_layer": [("full", f) for f in per_layer_ffn],
+        "per_layer": [
+            ("swa" if s else "full", f) for s, f in zip(sliding, per_layer_ffn, strict=True)
+        ],
         "mtp_layers": c.opt("num_mtp_modules", 0) or c.opt("num_nextn_predict_layers", 0),
     }
 

@@ -50,9 +50,10 @@ _EXPECTED = {
 _EMPTY = {int: int, list: list, dict: dict, Ints: list}
 
 
-def _fits(value, kind, maximum: int = _MAX_INT) -> bool:
+def _fits(value, kind, maximum: int = _MAX_INT, minimum: int = 0) -> bool:
     if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= maximum
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        return ok and minimum <= value <= maximum
     if kind is Ints:
         return isinstance(value, list) and all(_fits(v, int) for v in value)
     return isinstance(value, kind)
@@ -68,12 +69,14 @@ class Config:
         self.missing: list[str] = []
         self.wrong: list[Problem] = []
 
-    def req(self, key: str, kind=int, maximum: int = _MAX_INT):
+    def req(self, key: str, kind=int, maximum: int = _MAX_INT, minimum: int = 1):
+        """A required key; a required size is at least 1 (a 0 would be silently replaced
+        or divide by zero downstream) unless `minimum` says otherwise."""
         self.used.add(key)
         value = self.data.get(key)
         if value is None:
             self.missing.append(key)
-        elif self._check(key, value, kind, maximum):
+        elif self._check(key, value, kind, maximum, minimum):
             return value
         return _EMPTY[kind]() if kind in _EMPTY else None
 
@@ -86,10 +89,12 @@ class Config:
         kind = kind or (None if default is None else type(default))
         return value if kind is None or self._check(key, value, kind) else default
 
-    def _check(self, key: str, value, kind, maximum: int = _MAX_INT) -> bool:
-        if _fits(value, kind, maximum):
+    def _check(self, key: str, value, kind, maximum: int = _MAX_INT, minimum: int = 0) -> bool:
+        if _fits(value, kind, maximum, minimum):
             return True
-        expected = f"a whole number from 0 to {maximum:,}" if kind is int else _EXPECTED[kind]
+        expected = (
+            f"a whole number from {minimum} to {maximum:,}" if kind is int else _EXPECTED[kind]
+        )
         self.wrong.append(Problem(self.file, self.prefix + key, describe(value), expected))
         return False
 
