@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.calibration import Calibration, calibrate_steps
-from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.strict import ID_PATTERN
@@ -46,7 +46,7 @@ def calibrate_data(c: Calibration, out: str) -> dict:
 def _print(c: Calibration, out: str) -> None:
     p = c.profile
     console.print(
-        f"profile {p.name} ({p.engine} {p.engine_version}, {p.model} on {p.gpu}) from "
+        f"profile {safe(p.name)} ({p.engine} {p.engine_version}, {p.model} on {p.gpu}) from "
         f"{c.rows:,} iterations in {len(c.measured)} configuration(s), {c.rows_kept:,} kept"
     )
     rows = [[k, f"{getattr(p, k):.4g}"] for k in PARAMETERS]
@@ -64,7 +64,7 @@ def _print(c: Calibration, out: str) -> None:
         ["phase", "rows", "plain roofline", "fitted", "cross-validated"],
         cells,
     )
-    console.print(f"wrote {out}")
+    console.print(f"wrote {safe(out)}")
 
 
 @app.command("steps")

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 import yaml
 
-from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
@@ -93,8 +93,8 @@ def show(
         print_json(d)
         return
     console.print(
-        f"[bold]{model.name}[/] ({model.id}), {model.architecture}, {d['layers']} layers"
-        f"{f' + {model.mtp_layers} MTP' if model.mtp_layers else ''}; source: {model.source}"
+        f"[bold]{safe(model.name)}[/] ({model.id}), {model.architecture}, {d['layers']} layers"
+        f"{f' + {model.mtp_layers} MTP' if model.mtp_layers else ''}; source: {safe(model.source)}"
     )
     console.print(
         f"parameters {format_count(d['total_params'])} total, "
@@ -131,7 +131,7 @@ def show(
         f"{format_count(d['decode_flop_per_token'])}"
     )
     if model.notes:
-        console.print(f"notes: {model.notes}")
+        console.print(f"notes: {safe(model.notes)}")
 
 
 @app.command("import")
@@ -159,6 +159,6 @@ def import_config(
     if output:
         write_atomic(output, text)
         if str(output) != "-":  # `-o -` is the entry itself on stdout
-            console.print(f"wrote {output}")
+            console.print(f"wrote {safe(output)}")
     else:
         typer.echo(text, nl=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pdd_plan.cli.output import check_architecture, console
+from pdd_plan.cli.output import check_architecture, console, safe
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.report.files import write_atomic
@@ -65,6 +65,6 @@ def report(
     if markdown:
         write_atomic(Path(markdown), result.markdown)
     console.print(
-        f"wrote {output} ({len(result.html) / 1024:.0f} KiB, {len(result.figures)} plots) in "
+        f"wrote {safe(output)} ({len(result.html) / 1024:.0f} KiB, {len(result.figures)} plots) in "
         f"{time.perf_counter() - start:.1f} s"
     )

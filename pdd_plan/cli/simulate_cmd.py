@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from pdd_plan.cli.evaluate_cmd import _seconds
-from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 
 
@@ -62,7 +62,7 @@ def print_result(result: dict) -> None:
     m, p = result["metrics"], result["plan"]
     sim = m["simulation"]
     console.print(
-        f"[bold]{result['scenario']}[/]: {p['architecture']} plan simulated at "
+        f"[bold]{safe(result['scenario'])}[/]: {p['architecture']} plan simulated at "
         f"{m['offered_rps']:g} req/s, {sim['measured_requests']:,} requests measured "
         f"(seed {sim['seed']}, warm-up {sim['warmup_frac']:.0%} left out)"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan import __version__
-from pdd_plan.cli.output import Format, check_architecture, console, print_json, table
+from pdd_plan.cli.output import Format, check_architecture, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.report.files import write_folder
 
@@ -169,7 +169,8 @@ def sweep(
         _print_table(spec, rows)
         console.print(
             f"{info['points_total']} points ({info['points_failed']} failed) in {wall_s:.1f} s "
-            f"with {jobs} process{'es' if jobs > 1 else ''}" + (f"; files in {out}" if out else "")
+            f"with {jobs} process{'es' if jobs > 1 else ''}"
+            + (f"; files in {safe(out)}" if out else "")
         )
     failed = sw.all_failed_error(rows, spec.label)  # some points failed: exit 0, counted
     if failed is not None:

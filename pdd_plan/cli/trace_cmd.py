@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.model.metrics import json_safe
@@ -139,7 +139,7 @@ def _result(analysis, workload: dict, notes: list[str]) -> dict:
 
 def _print(result: dict) -> None:
     console.print(
-        f"{result['file']} ({result['format']}): {result['requests']:,} requests "
+        f"{safe(result['file'])} ({result['format']}): {result['requests']:,} requests "
         f"over {result['span_s']:,.0f} s"
     )
     rows = [

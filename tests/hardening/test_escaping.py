@@ -291,3 +291,14 @@ def test_a_hostile_file_name_stays_on_its_error_line(cli, tmp_path):
 def test_a_hostile_scenario_argument_stays_on_its_error_line(cli):
     result = cli("solve", "nothing\x1b[2J\rerror: forged\nerror: again")
     assert_one_error_line(result, 2, "\\x1b[2J", "\\r", "\\n")
+
+
+def test_a_markup_like_output_folder_is_printed_as_written(cli, tmp_path):
+    write_scenario(tmp_path, name="tiny")
+    folder = "o[bold]x"  # a style tag to rich; no slash, so one folder
+    result = cli("sweep", "evil.yaml", "--vary", "workload.arrival_rate_per_s=-1", "--jobs",
+                 "1", "--out", folder)  # fmt: skip
+    assert_no_traceback(result)
+    assert result.returncode == 2  # its one point is bad input
+    assert f"files in {folder}" in result.stdout
+    assert (tmp_path / folder / "sweep.csv").is_file()
