@@ -60,7 +60,7 @@ def csv_text(rows: list[dict], keys: list[str]) -> str:
               "rld_hit_threshold_frac", "handoff", "plan", "wall_s"]  # fmt: skip
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
+    writer.writerow([spreadsheet_safe(h) for h in header])  # a key path is user text too
     for r in rows:
         m, plan = r["metrics"], r["plan"]
         gpus = gpu_groups(plan)

@@ -11,6 +11,7 @@ failure). A sweep with some points failed exits 0 and counts them in its summary
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import subprocess
@@ -188,3 +189,17 @@ def test_a_partly_failed_sweep_exits_0_and_counts_the_failures(cli, tiny):
     assert result.returncode == 0, (result.stdout, result.stderr)
     assert error_lines(result) == []
     assert "2 points (1 failed)" in result.stdout
+
+
+def test_sweep_csv_guards_formulas_and_keeps_one_record_a_point(cli, tiny):
+    # a swept text value that a spreadsheet would run, and one with a line break in it
+    result = cli("sweep", tiny.name, "--vary", "description==1+1,x\n@SUM(1)", "--jobs", "1",
+                 "--time-limit", "5", "--out", "o")  # fmt: skip
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr
+    with open(tiny.parent / "o" / "sweep.csv", newline="") as handle:
+        records = list(csv.reader(handle))
+    assert len(records) == 3  # the header and one record a point
+    column = records[0].index("description")
+    assert [r[column] for r in records[1:]] == ["'=1+1", "x\n@SUM(1)"]
+    assert all(not c.startswith(("=", "+", "-", "@")) for r in records for c in r)
