@@ -8,12 +8,17 @@ predictions of that model. "before" is the plain roofline (identity profile) on 
 rows. Target (issue #13): <= 10 % per phase per model. Models the catalog lacks are
 listed and skipped.
 
-Run: python benchmarks/calibration.py [FPM_DIR]  (prints a Markdown table; asserts nothing)
+With --across-models, also the profile fitted on one model applied to the other: what a
+changed uncalibrated default would give.
+
+Run: python benchmarks/calibration.py [FPM_DIR] [--across-models]  (prints Markdown tables;
+asserts nothing)
 """
 
 from __future__ import annotations
 
 import csv
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -64,12 +69,29 @@ def loco(files, catalog: Catalog) -> dict:
     }
 
 
+def across_models(by_model: dict, catalog: Catalog) -> None:
+    """What a changed uncalibrated default would do (issue #13's second "Done when"): the
+    profile fitted on one model's runs, applied to the other model's (leave one model out),
+    against the plain roofline on the same rows."""
+    data = {m: prepared(read_measurements(f, {}, catalog), catalog) for m, f in by_model.items()}
+    print("\n| fitted on | applied to | phase | plain roofline | fitted profile |")
+    print("|---|---|---|---:|---:|")
+    for train, test in itertools.permutations(data, 2):
+        profile, _ = sf.fit_profile(data[train])
+        d = data[test]
+        after = sf.phase_errors(sf.predict_s(profile.vector(), d), d.latency_s, d.phase)
+        before = sf.phase_errors(sf.predict_s(IDENTITY.vector(), d), d.latency_s, d.phase)
+        for phase in after:
+            print(f"| {train} | {test} | {phase} | {_pct(before[phase])} | {_pct(after[phase])} |")
+
+
 def _pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
 
 def main() -> None:
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DIR
+    args = [a for a in sys.argv[1:] if a != "--across-models"]
+    folder = Path(args[0]) if args else DEFAULT_DIR
     catalog = Catalog()
     by_model, missing = files_by_model(folder, catalog)
     print("| model | configs | phase | rows | before (plain roofline) | after (LOCO) | <= 10 % |")
@@ -92,6 +114,8 @@ def main() -> None:
             print(f"- {label}: {cells}")
     for name in missing:
         print(f"\nskipped {name}: not in the model catalog (no published config.json here)")
+    if "--across-models" in sys.argv:
+        across_models(by_model, catalog)
 
 
 if __name__ == "__main__":
