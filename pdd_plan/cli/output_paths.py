@@ -63,6 +63,8 @@ def _check_file(option: str, path: str) -> None:
         if not os.access(resolved(path), os.W_OK):
             raise _refuse(path, option, "a FIFO or device it cannot write to", "a writable one")
     elif stat.S_ISREG(info.st_mode):
+        if not os.access(resolved(path), os.W_OK):  # the rename could, but `>` would not
+            raise _refuse(path, option, "a read-only file", "a file it may replace")
         _check_parent(option, path)
     else:
         raise _refuse(path, option, "a socket or block device", "a regular file, FIFO or -")

@@ -267,6 +267,7 @@ def test_an_interrupted_out_never_leaves_a_mixed_folder(tmp_path):
     names = {p.name for p in out.iterdir()}
     finished = {"sweep.csv", "sweep.json", "run.json"} <= names and "plan.json" not in names
     assert checksums(out) == before or finished, (names, done.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tiny.yaml"]  # no temp left
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
@@ -331,6 +332,16 @@ def test_out_given_an_existing_file_or_a_dash_is_refused(cli, tmp_path):
     done = cli("solve", "--out", "-")
     assert_one_error_line(done, 2, "--out", "'-'", "a folder path")
     assert done.stdout == ""
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write a chmod 444 file anyway")
+def test_a_read_only_file_is_refused(cli, tmp_path):
+    small_config(tmp_path)
+    (tmp_path / "m.yaml").write_text("keep\n")
+    (tmp_path / "m.yaml").chmod(0o444)
+    done = cli("model", "import", "cfg.json", "-o", "m.yaml")
+    assert_one_error_line(done, 2, "m.yaml", "read-only file")
+    assert (tmp_path / "m.yaml").read_text() == "keep\n"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a chmod 555 folder anyway")
