@@ -204,7 +204,10 @@ def build(
                 evaluator.submit(_price_label(r), r["plan"])
         say("evaluating the plans met on the way on the scenario itself")
         plans = evaluator.results()
-    finally:  # an infeasible scenario or an interrupt drops the cases not started
+    except BaseException:  # an interrupt (or an infeasible scenario) ends the running cases
+        sw.stop_pool(pool)
+        raise
+    finally:  # the cases not started are dropped
         pool.shutdown(wait=True, cancel_futures=True)
     markdown = render_report(s, rdata)
     figures = report_figures(s, result, rows, plans, rdata, catalog, architecture)

@@ -31,9 +31,9 @@ def simulate(
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.model.deployment_json import plan_json
-    from pdd_plan.report.files import write_atomic
+    from pdd_plan.report.streamed import streamed_text
     from pdd_plan.sim.entry import simulate_plan
-    from pdd_plan.sim.trace_csv import trace_csv
+    from pdd_plan.sim.trace_csv import write_trace_csv
 
     check_outputs([scenario, plan], {"--trace-out": trace_out})
     metrics, run = simulate_plan(scenario, plan, requests, seed, warmup_frac)
@@ -43,8 +43,9 @@ def simulate(
         "plan": plan_json(run.setup.deployment),
         "metrics": metrics,
     }
-    if trace_out:
-        write_atomic(trace_out, trace_csv(run))
+    if trace_out:  # streamed to a file beside the target, renamed when whole
+        with streamed_text(trace_out) as handle:
+            write_trace_csv(run, handle)
     if format is Format.json:
         print_json(result)
         return
