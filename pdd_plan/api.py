@@ -68,7 +68,7 @@ def _name_profile(out: dict, s: Scenario, deployment) -> None:
     if out.get("metrics"):
         out["metrics"]["engine_profile"] = summary
         gpus = [g.gpu for g in deployment.instances] if deployment else []
-        out["metrics"]["warnings"] += transfer_notes(profile, gpus)
+        out["metrics"]["warnings"] += transfer_notes(profile, gpus, s.model)
 
 
 def solve_scenario(

@@ -6,7 +6,8 @@ from collections import Counter
 
 import typer
 
-from pdd_plan.cli.output import Format, print_json, table
+from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.loaders.engine_profile import profile_line
 from pdd_plan.report.md_format import ARCH_NAMES
 
 
@@ -79,3 +80,6 @@ def compare(
         ],
         rows,
     )
+    named = [r["solver"]["engine_profile"] for r in result["architectures"] if r.get("solver")]
+    if named:
+        console.print(profile_line(named[0]), markup=False)

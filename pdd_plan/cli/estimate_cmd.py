@@ -78,7 +78,7 @@ def estimate_data(inst: Instance, isl: int, osl: int, batch: int) -> dict:
         "prefill": prefill,
         "decode": decode,
         "engine_profile": profile_summary(inst.engine_profile),
-        "warnings": transfer_notes(inst.engine_profile, [inst.gpu.id]),
+        "warnings": transfer_notes(inst.engine_profile, [inst.gpu.id], inst.model.id),
     }
 
 

@@ -7,6 +7,7 @@ import typer
 from pdd_plan.cli.evaluate_cmd import _seconds
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.loaders.engine_profile import profile_line
 
 
 def simulate(
@@ -98,3 +99,5 @@ def print_result(result: dict) -> None:
         console.print(f"RLD share of output tokens {m['rld_token_share_frac']:.1%}")
     util = ", ".join(f"{k} {v:.0%}" for k, v in m["role_utilization_frac"].items())
     console.print(f"utilisation: {util}; binding: {m['binding_role'] or '-'}")
+    if m.get("engine_profile"):
+        console.print(profile_line(m["engine_profile"]), markup=False)

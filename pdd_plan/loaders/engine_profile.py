@@ -195,12 +195,22 @@ def profile_line(summary: dict) -> str:
     )
 
 
-def transfer_notes(profile: EngineProfile, gpu_ids) -> list[str]:
+def transfer_notes(profile: EngineProfile, gpu_ids, model_id: str = "") -> list[str]:
     """A note per GPU the profile was not fitted on (its efficiencies move by the
-    datasheet ratios; its seconds terms stay as fitted)."""
-    if profile.is_identity() or profile.gpu in ("", "any"):
+    datasheet ratios; its seconds terms stay as fitted), and one when the model differs
+    (benchmarks/calibration.py --across-models: on the FPM data a profile moved between
+    models was worse than the plain roofline)."""
+    if profile.is_identity():
         return []
-    return [
+    notes = []
+    if model_id and profile.model not in ("", "any") and model_id not in profile.model.split("+"):
+        notes.append(
+            f"engine profile {profile.name} was fitted on model {profile.model}, not "
+            f"{model_id}: its step times may be further off than the plain roofline's"
+        )
+    if profile.gpu in ("", "any"):
+        return notes
+    return notes + [
         f"engine profile {profile.name} was fitted on {profile.gpu}; applied to {gpu} through "
         "the datasheet ratios (peak FLOP/s, HBM bandwidth); its fixed costs are kept as fitted"
         for gpu in sorted(set(gpu_ids))

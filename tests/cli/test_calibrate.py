@@ -262,3 +262,29 @@ def test_sweep_workers_take_the_scenario_profile(run_cli, tmp_path):
         return json.loads(result.stdout)["points"][0]["metrics"]["tpot_s"]["p50"]
 
     assert tpot_p50("sub/s.yaml") >= tpot_p50("pdd-paper") + 0.010 - 1e-9
+
+
+def test_a_profile_moved_to_another_model_and_gpu_says_so(run_cli, tmp_path):
+    from pdd_plan.loaders.engine_profile import engines_dir
+
+    shipped = str(engines_dir() / "vllm_0_20_b300_qwen3_32b.yaml")
+    args = ["estimate", "--gpu", "h200_sxm", "--gpus-per-instance", "4", "--isl", "1000",
+            "--osl", "100", "--format", "json", "--engine-profile", shipped]  # fmt: skip
+    other = json.loads(run_cli(*args, "--model", "llama_3_1_70b").stdout)
+    assert any("fitted on model qwen3_32b, not llama_3_1_70b" in w for w in other["warnings"])
+    assert any("fitted on b300; applied to h200_sxm" in w for w in other["warnings"])
+    same = json.loads(run_cli(*args, "--model", "qwen3_32b").stdout)
+    assert not any("fitted on model" in w for w in same["warnings"])
+
+
+def test_sweep_option_reaches_the_worker_processes(run_cli, tmp_path):
+    (tmp_path / "slow.yaml").write_text(SLOW)
+
+    def tpot_p50(*extra):
+        result = run_cli("sweep", "pdd-paper", "--vary", "workload.arrival_rate_per_s=10:20:10",
+                         "--plan", PLAN, "--jobs", "2", "--format", "json", *extra)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return [p["metrics"]["tpot_s"]["p50"] for p in json.loads(result.stdout)["points"]]
+
+    plain, slow = tpot_p50(), tpot_p50("--engine-profile", "slow.yaml")
+    assert all(b >= a + 0.010 - 1e-9 for a, b in zip(plain, slow, strict=True))
