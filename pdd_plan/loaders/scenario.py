@@ -16,6 +16,7 @@ from pdd_plan.model.deployment import ARCHITECTURE_ROLES
 from pdd_plan.units import DTYPE_BYTES, GBIT_BITS, MS_S
 
 MAX_TOKENS = 10_000_000
+_MIX_NAME = "a mix name of lower-case letters, digits and _"
 _SLA_KEY = re.compile(r"(ttft|tpot)_p(\d{1,3}(?:\.\d+)?)_(s|ms)")
 _SLA_EXAMPLES = tuple(
     f"{m}_p{p}_{u}" for m, u in (("ttft", "s"), ("tpot", "ms")) for p in (50, 90, 99)
@@ -48,6 +49,43 @@ def resolve_scenario_path(name_or_path: str | None) -> Path:
 
 
 # ---- sections -----------------------------------------------------------------------------
+def _refuse_repeats(pairs, what: str) -> None:
+    """Fail each (node, value) whose value an earlier one already has: the planner names
+    its variables and constraints after these values, and a repeat is never a second
+    offer but a copy-paste slip (which of two prices would hold?)."""
+    first: dict = {}
+    for node, value in pairs:
+        if value is None:
+            continue
+        if value in first:
+            node.fail(f"{what} not listed already (it is at {first[value]})")
+        else:
+            first[value] = node.path
+
+
+def _offer(g: Node, catalog: Catalog) -> tuple[Node, str | None, sc.GpuOffer | None]:
+    """One `gpus` entry: its `gpu` node and id (to check repeats) and the offer, if valid."""
+    o = g.mapping(
+        required=("gpu",),
+        optional=("price_usd_per_gpu_hour", "max_gpus", "gpus_per_instance"),
+    )
+    if o is None:
+        return g, None, None
+    gpu_id = o["gpu"].reference(catalog.gpus, "GPU")
+    price = o["price_usd_per_gpu_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e4)
+    max_gpus = o["max_gpus"].integer(minimum=0, maximum=10_000_000)
+    shapes: tuple = ()
+    if not o["gpus_per_instance"].is_missing:
+        items = o["gpus_per_instance"].items(min_items=1) or []
+        shapes = tuple(s.integer(required=True, minimum=1, maximum=4096) for s in items)
+        _refuse_repeats(zip(items, shapes, strict=True), "an instance shape")
+    if gpu_id is None or None in shapes or len(set(shapes)) < len(shapes):
+        return o["gpu"], gpu_id, None
+    if price is None:
+        price = catalog.gpus[gpu_id].rental_usd_per_gpu_hour
+    return o["gpu"], gpu_id, sc.GpuOffer(gpu_id, price, max_gpus, shapes)
+
+
 def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set[str]]:
     """The valid datacenters, and every well-formed id (valid datacenter or not)."""
     out, seen = [], set()
@@ -62,31 +100,12 @@ def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set
         if dc_id is not None and dc_id in seen:
             f["id"].fail("an id not used by another datacenter")
         seen.add(dc_id)
-        roles = [r.choice(sc.ROLES, required=True) for r in f["roles"].items(min_items=1) or []]
-        offers = []
-        for g in f["gpus"].items(min_items=1) or []:
-            o = g.mapping(
-                required=("gpu",),
-                optional=("price_usd_per_gpu_hour", "max_gpus", "gpus_per_instance"),
-            )
-            if o is None:
-                continue
-            gpu_id = o["gpu"].reference(catalog.gpus, "GPU")
-            price = o["price_usd_per_gpu_hour"].number(
-                minimum=0, exclusive_minimum=True, maximum=1e4
-            )
-            max_gpus = o["max_gpus"].integer(minimum=0, maximum=10_000_000)
-            shapes = ()
-            if not o["gpus_per_instance"].is_missing:
-                shapes = tuple(
-                    s.integer(required=True, minimum=1, maximum=4096)
-                    for s in o["gpus_per_instance"].items(min_items=1) or []
-                )
-            if gpu_id is None or None in shapes:
-                continue
-            if price is None:
-                price = catalog.gpus[gpu_id].rental_usd_per_gpu_hour
-            offers.append(sc.GpuOffer(gpu_id, price, max_gpus, shapes))
+        role_nodes = f["roles"].items(min_items=1) or []
+        roles = [r.choice(sc.ROLES, required=True) for r in role_nodes]
+        _refuse_repeats(zip(role_nodes, roles, strict=True), "a role")
+        parsed = [_offer(g, catalog) for g in f["gpus"].items(min_items=1) or []]
+        _refuse_repeats(((gpu_node, gpu) for gpu_node, gpu, _ in parsed), "a GPU")
+        offers = [o for _, _, o in parsed if o is not None]
         power_kw = f["power_budget_kw"].number(minimum=0, exclusive_minimum=True, maximum=1e7)
         budget = f["budget_usd_per_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
         f["name"].string()
@@ -121,7 +140,9 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None
     rtt_ms = f["rtt_ms"].number(required=True, minimum=0, maximum=10_000)
     tiers = tuple(catalog.lines)
     if not f["tiers"].is_missing:
-        tiers = tuple(t.reference(catalog.lines, "line tier") for t in f["tiers"].items(1) or [])
+        tier_nodes = f["tiers"].items(1) or []
+        tiers = tuple(t.reference(catalog.lines, "line tier") for t in tier_nodes)
+        _refuse_repeats(zip(tier_nodes, tiers, strict=True), "a line tier")
     prices = {}
     p = f["tier_prices_usd_per_month"]
     if not p.is_missing and p.value is not None:
@@ -130,20 +151,7 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None
             price = child.number(required=True, minimum=0, maximum=1e9)
             if price is not None:
                 prices[key] = price
-    links = {}
-    for link in f["links"].items() if not f["links"].is_missing else []:
-        g = link.mapping(required=("between", "rtt_ms"))
-        if g is None:
-            continue
-        ends = [
-            e.reference(dc_ids, "datacenter") if dc_ids is not None else e.identifier()
-            for e in g["between"].items(2) or []
-        ]
-        rtt = g["rtt_ms"].number(required=True, minimum=0, maximum=10_000)
-        if len(ends) != 2:
-            g["between"].fail("a list of two datacenter ids")
-        elif None not in ends and rtt is not None:
-            links[(ends[0], ends[1])] = rtt * MS_S
+    links = _links(f["links"], dc_ids)
     per_conn = f["per_connection_gbit_per_s"].number(
         default=1.0, minimum=0, exclusive_minimum=True, maximum=1e4
     )
@@ -154,6 +162,37 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None
     return sc.Wan(rtt_ms * MS_S, tiers, prices, per_conn * GBIT_BITS, pool, max_lines, links)
 
 
+def _links(node: Node, dc_ids: set[str] | None) -> dict[tuple[str, str], float]:
+    """Per-pair RTTs: one entry per pair of two different datacenters (either order)."""
+    links: dict[tuple[str, str], float] = {}
+    first: dict[frozenset, str] = {}
+    for link in node.items() if not node.is_missing else []:
+        g = link.mapping(required=("between", "rtt_ms"))
+        if g is None:
+            continue
+        ends = [
+            e.reference(dc_ids, "datacenter") if dc_ids is not None else e.identifier()
+            for e in g["between"].items(2) or []
+        ]
+        rtt = g["rtt_ms"].number(required=True, minimum=0, maximum=10_000)
+        if len(ends) != 2:
+            g["between"].fail("a list of two datacenter ids")
+        elif None not in ends and ends[0] == ends[1]:
+            where = g["between"]
+            where.problems.add(where.path, f"{ends[0]} at both ends", "two different datacenters")
+        elif frozenset(ends) in first:  # twice, even with the same figure: a slip
+            g["between"].problems.add(
+                g["between"].path,
+                f"the pair {ends[0]}, {ends[1]} again",
+                f"one entry per datacenter pair (the first is {first[frozenset(ends)]})",
+            )
+        elif None not in ends:
+            first[frozenset(ends)] = g["between"].path
+            if rtt is not None:
+                links[(ends[0], ends[1])] = rtt * MS_S
+    return links
+
+
 def _workload(node: Node) -> sc.Workload | None:
     f = node.mapping(
         required=("arrival_rate_per_s", "input_tokens", "output_tokens", "prefix_hit_rate"),
@@ -162,7 +201,7 @@ def _workload(node: Node) -> sc.Workload | None:
     if f is None:
         return None
     rate = f["arrival_rate_per_s"].number(
-        required=True, minimum=0, exclusive_minimum=True, maximum=1e7
+        required=True, minimum=sc.MIN_ARRIVAL_RATE_PER_S, maximum=1e7, unit="req/s"
     )
     cv2 = f["burstiness_cv2"].number(default=1.0, minimum=0, maximum=1e3)
     inputs = distribution(f["input_tokens"], 1, MAX_TOKENS, integer=True)
@@ -171,7 +210,8 @@ def _workload(node: Node) -> sc.Workload | None:
     alternatives = {}
     alt = f["prefix_hit_rate_alternatives"]
     if not alt.is_missing:
-        for name, child in (alt.mapping(patterns=(r"[a-z0-9_]+",)) or {}).items():
+        mixes = alt.mapping(patterns=(r"[a-z0-9_]+",), pattern_text=_MIX_NAME) or {}
+        for name, child in mixes.items():
             parsed = distribution(child, 0.0, 1.0)
             if parsed is not None:
                 alternatives[name] = parsed
@@ -225,7 +265,7 @@ def _objective(node: Node, default_demand: float | None) -> sc.Objective:
     if f is None:
         return sc.Objective("max_bcr")
     kind = f["kind"].choice(sc.OBJECTIVES, required=True)
-    demand = f["demand_rps"].number(minimum=0, exclusive_minimum=True, maximum=1e7)
+    demand = f["demand_rps"].number(minimum=sc.MIN_ARRIVAL_RATE_PER_S, maximum=1e7, unit="req/s")
     budget = f["budget_usd_per_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
     if kind == "max_goodput" and budget is None:
         f["budget_usd_per_hour"].fail("a budget (max_goodput maximises goodput within it)")
@@ -276,7 +316,7 @@ def _policy(node: Node) -> sc.Policy:
         handoff=f["handoff"].choice(sc.HANDOFF_MODES, default="auto"),
         short_output_cutoff=cutoff,
         utilization_cap_frac=f["utilization_cap_frac"].number(
-            default=0.85, minimum=0, exclusive_minimum=True, maximum=1.0
+            default=0.85, minimum=sc.MIN_UTILIZATION_CAP_FRAC, maximum=1.0
         ),
         decode_cache_capacity_tokens=f["decode_cache_capacity_tokens"].number(
             minimum=0, maximum=1e15
@@ -304,7 +344,7 @@ def _engine(node: Node) -> sc.Engine:
     if f is None:
         return sc.Engine()
     per_token = f["decode_kv_bytes_per_token"].number(
-        minimum=0, exclusive_minimum=True, maximum=1e9
+        minimum=sc.MIN_KV_BYTES_PER_TOKEN, maximum=1e9
     )
     if per_token is not None and f["decode_kv_source"].is_missing:
         f["decode_kv_source"].fail("a source for decode_kv_bytes_per_token")
@@ -322,6 +362,7 @@ def _architectures(
         return possible
     items = node.items(1) or []
     chosen = tuple(a.choice(sc.ARCHITECTURES, required=True) for a in items)
+    _refuse_repeats(zip(items, chosen, strict=True), "an architecture")
     for item, arch in zip(items, chosen, strict=False):
         if arch and arch not in possible and roles_known:
             missing = sorted(set(ARCHITECTURE_ROLES[arch]) - roles)

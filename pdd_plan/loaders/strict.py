@@ -163,6 +163,16 @@ def load_yaml(path: Path | str, what: str = "a YAML file") -> Any:
 _MISSING = object()
 
 
+def _expected_key(known: set[str], patterns: tuple[str, ...], pattern_text: str) -> str:
+    """What a mapping's keys may be: its known keys, and what its `patterns` allow (a
+    mapping of free names has no known keys: never "one of" an empty list)."""
+    free = pattern_text or (f"a key matching {' or '.join(patterns)}" if patterns else "")
+    if not known:
+        return free or "no keys (an empty mapping)"
+    listed = f"one of {', '.join(sorted(known))}"
+    return f"{listed} or {free}" if free else listed
+
+
 def describe(value: Any) -> str:
     """How a found value reads in a message: short, typed, never a wall of text."""
     if value is _MISSING:
@@ -238,9 +248,11 @@ class Node:
         required: tuple[str, ...] = (),
         optional: tuple[str, ...] = (),
         patterns: tuple[str, ...] = (),
+        pattern_text: str = "",
     ) -> dict[str, Node] | None:
         """Check a mapping's keys; return child nodes for the known ones (missing optional
-        keys come back as missing nodes)."""
+        keys come back as missing nodes). Keys matching `patterns` are accepted too;
+        `pattern_text` says what they are in a message."""
         if not isinstance(self.value, dict):
             self.fail("a mapping" + (f" with keys {', '.join(required)}" if required else ""))
             return None
@@ -252,8 +264,8 @@ class Node:
             else:
                 self.problems.add(
                     self._child_path(str(key)),
-                    "an unknown key",
-                    f"one of {', '.join(sorted(known)) or '(no keys)'}",
+                    "an unknown key" if known else f"the key {describe(key)}",
+                    _expected_key(known, patterns, pattern_text),
                     did_you_mean(key, known),
                 )
         for key in required:

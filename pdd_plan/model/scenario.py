@@ -12,6 +12,13 @@ ARCHITECTURES = ("pdd", "idc_pd", "cdc_pd", "colocated")
 OBJECTIVES = ("max_bcr", "min_cost", "max_goodput")
 HANDOFF_MODES = ("catch_up", "one_shot", "auto")
 
+# Physical floors of the scenario's figures. Below them the numbers stop describing a
+# service, and the solver's arithmetic underflows (a line of 0 bit/s, a utilisation cap
+# that sizes a pool to infinity, a decode batch too large to count):
+MIN_ARRIVAL_RATE_PER_S = 1e-6  # one request in 11.6 days is not a serving workload
+MIN_UTILIZATION_CAP_FRAC = 0.05  # a pool planned to sit 95 % idle is not a sizing
+MIN_KV_BYTES_PER_TOKEN = 1.0  # no engine keeps a token of context in under a byte
+
 
 @dataclass(frozen=True)
 class GpuOffer:
@@ -101,10 +108,17 @@ class Engine:
     per-layer buffers); it sets how many requests fit beside the weights.
     `profile`: the engine's fitted step-time parameters (model/engine_profile.py); the
     identity (the plain roofline) unless the scenario or --engine-profile names one.
+    `reserve_max_output`: the engine reserves KV blocks for the workload's maximum output
+    on admission (else for the request's own output).
     """
 
     decode_kv_bytes_per_token: float | None = None
     decode_kv_source: str = ""
+    # per handoff, outside the decode step (model/handoff.py; None: the default derived
+    # from the published recompute handoff)
+    handoff_fixed_s: float | None = None
+    handoff_fixed_source: str = ""
+    reserve_max_output: bool = False  # admission reserves KV for the maximum output
     profile: EngineProfile = IDENTITY
 
 
