@@ -219,7 +219,10 @@ def diagnose(
         # a limit (<=): the plan needs `used` of it; a cover (>=): it needs the rhs
         needs, limit = (used, rhs(c)) if c.sense == pulp.LpConstraintLE else (rhs(c), used)
         fam = fams[name]
-        found.append(Shortfall(name, fam, needs / fam.scale, limit / fam.scale))
+        # amounts are never below zero: max() turns the -0.0 of a zero right-hand side
+        # (and solver noise) into 0 ("-0 allowed" otherwise)
+        needs, limit = max(0.0, needs / fam.scale), max(0.0, limit / fam.scale)
+        found.append(Shortfall(name, fam, needs, limit))
     penalty = float(pulp.value(prob.objective) or 0.0)
     return Diagnosis(policy, cap, penalty, tuple(found))
 

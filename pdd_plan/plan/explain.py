@@ -176,7 +176,7 @@ def constraint_report(scenario: Scenario, at: PlanInMilp) -> list[dict]:
                 "constraint": c.name,
                 "family": fam.family,
                 "subject": fam.subject,
-                "slack": slack / fam.scale,
+                "slack": slack / fam.scale + 0.0,  # + 0.0: a binding -0.0 reads "0"
                 "unit": fam.unit,
                 "binding": slack <= BIND_REL_TOL * el.magnitude(c),
             }
