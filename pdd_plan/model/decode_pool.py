@@ -21,8 +21,8 @@ _GRID_POINTS = 64
 class DecodeLoad:
     batch: float  # requests decoding at once on one instance
     step_s: float  # time of one decode step (one token for every request in the batch)
-    max_batch: int
-    utilization_frac: float  # batch / max_batch: how full HBM is
+    max_batch: int  # the slots of one instance
+    utilization_frac: float  # batch / max_batch: how full the slots are
 
 
 def decode_fixed_point(
@@ -32,9 +32,12 @@ def decode_fixed_point(
     mean_tokens: float,
     mean_context_tokens: float,
     what: str,
+    slots: int | None = None,
 ) -> DecodeLoad:
-    """Solve B = lambda/n x tokens x step(B) on [0, max_batch] (roofline `instance`)."""
-    max_batch = instance.max_batch(mean_context_tokens)
+    """Solve B = lambda/n x tokens x step(B) on [0, slots] (roofline `instance`; `slots`:
+    the requests an instance admits, decode_admission.slots_per_instance; None: the batch
+    that fits HBM at the mean context)."""
+    max_batch = instance.max_batch(mean_context_tokens) if slots is None else int(slots)
     demand = arrival_rate_per_s / max(instances, 1) * mean_tokens  # token-steps per second
     if demand <= 0:
         step = float(instance.decode_step_s(1, mean_context_tokens))

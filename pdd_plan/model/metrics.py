@@ -38,6 +38,10 @@ class Metrics:
     mean_uncached_input_tokens: float
     sla_checks: dict[str, dict[str, float]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    largest_gap_s: dict[str, float] = field(default_factory=dict)  # per request, p50/90/99
+    relay_overflow_frac: float = 0.0  # RLD-bound requests that found it full (P -> MD)
+    decode_admission_wait_s: float = 0.0  # mean wait for a slot of the finishing role
+    handoff_s: dict[str, float] = field(default_factory=dict)  # its parts (model/handoff.py)
 
     @property
     def bcr_rps_per_usd_hour(self) -> float:
@@ -61,6 +65,10 @@ class Metrics:
                 "ttft_s": dict(self.ttft_s),
                 "tpot_s": dict(self.tpot_s),
                 "max_inter_token_gap_s": self.max_inter_token_gap_s,
+                "largest_gap_s": dict(self.largest_gap_s),
+                "relay_overflow_frac": self.relay_overflow_frac,
+                "decode_admission_wait_s": self.decode_admission_wait_s,
+                "handoff_s": dict(self.handoff_s),
                 "wan": {
                     "mean_gbit_per_s": self.wan_mean_bits_per_s / 1e9,
                     "utilization_frac": self.wan_utilization_frac,

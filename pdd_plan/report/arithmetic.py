@@ -7,6 +7,7 @@ import numpy as np
 from pdd_plan.errors import SaturatedError
 from pdd_plan.model import evaluate as ev
 from pdd_plan.model import routing as rt
+from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.evaluate import DECODE_ROLE, PREFILL_ROLE, Setup
 from pdd_plan.model.queueing import WaitModel
 
@@ -58,20 +59,16 @@ def role_arithmetic(setup: Setup, rate: float) -> list[dict] | None:
         if setup.link is not None:
             wan, wan_time = ev._wan(setup, rate)
             conn_wait = wan.connection_wait
-        remote = routes.path != rt.LOCAL if arch in ("pdd", "cdc_pd") else np.ones(len(c), bool)
-        md_weights = c.weight * remote
-        md_tokens = np.where(remote, c.output_tokens, 0.0)
-        label = DECODE_ROLE[arch]
-        md = ev._decode(setup.decode, rate, md_tokens, md_weights, context, label)
+        side = decode_side(setup, rate, wan_time + conn_wait.mean_s(), p_util)
+        md, md_tokens, md_weights = side.md, side.md_tokens, side.md_weights
         relay_entry = None
-        if setup.relay is not None:
-            eager, rld_tokens, _, rld = ev._relay(setup, rate, wan_time + conn_wait.mean_s(), md)
-            md_tokens = np.where(remote, np.maximum(c.output_tokens - eager, 0.0), 0.0)
-            md = ev._decode(setup.decode, rate, md_tokens, md_weights, context, label)
-            rld_weights = c.weight * ((routes.path == rt.RELAY) | (routes.path == rt.LOCAL))
+        if side.relay is not None:
+            rl = side.relay
+            near = (routes.path == rt.RELAY) | (routes.path == rt.LOCAL)
             relay_entry = _decode_entry(
-                "relay_decode", setup.relay, rld, rate, rld_weights, rld_tokens, context
-            )
+                "relay_decode", setup.relay, rl, rate, c.weight * near * rl.kept_frac,
+                rl.rld_tokens, context,
+            )  # fmt: skip
     except SaturatedError:
         return None
     mean_service = c.mean(service)

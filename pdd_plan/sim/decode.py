@@ -3,14 +3,17 @@ colocated instances) and on main decode (MD), and the extend-decode handoff betw
 
 Events, in wall-time order:
 - ARRIVE(stage, request, handed tokens, mode): the request's KV is on the stage's pool; it
-  joins the least-loaded instance at its next step boundary, or waits FIFO when every
-  instance holds `cap` requests (the batch HBM and the TPOT target allow).
+  joins the least-loaded instance that has a free slot and room for the KV blocks it
+  reserves, at its next step boundary; else it waits FIFO (MD, IDC-PD, colocated) or,
+  on RLD, overflows: the router sends it P -> MD, where it joins once its KV is there.
 - HANDOFF(request): MD holds the KV of a relayed request (its WAN transfer is complete).
-  One-shot: RLD stops at its next boundary and MD absorbs the e tokens RLD emitted in one
-  extend-decode step that also emits the next token. Catch-up: MD extend-decodes the e
-  tokens it is handed while RLD keeps going; RLD stops at its first boundary after MD's
-  extend step, and MD's next ordinary step absorbs those few and emits the next token.
-  Token ids are taken to reach MD as RLD emits them (1.5 KB per 100 tokens: no cost).
+  One-shot: RLD stops at its next boundary, the token ids cross the line and MD's engine
+  sets up the handoff (one RTT + the fixed engine cost), then MD admits it like any
+  request (slot wait, next boundary) and absorbs the e tokens RLD emitted in one
+  extend-decode step that also emits the next token. Catch-up: the same delay, slot and
+  boundary waits, while RLD keeps going; MD extend-decodes the e tokens emitted by its
+  join, RLD stops at its first boundary after MD's extend step, and MD's next ordinary
+  step absorbs those few and emits the next token.
 - BOUNDARY(instance): the instance's batch changes at a step boundary (leaves, joins).
 """
 
@@ -31,14 +34,32 @@ LOCAL_STAGE, MAIN_STAGE = 0, 1
 
 @dataclass
 class Pool:
+    """`cap`: most requests an instance runs (the TPOT-feasible batch); `kv_capacity_bytes`:
+    KV an instance admits (requests reserve `DecodeEngine.kv_need` each); `overflow`: a
+    request that finds no room is not queued (RLD: the router sends it P -> MD)."""
+
     steps: DecodeSteps
     instances: list[DecodeInstance]
     cap: int
+    kv_capacity_bytes: float = float("inf")  # per KV bin
+    overflow: bool = False
+    kv_bins: int = 1  # separate KV pools per instance (one per GPU under expert parallelism)
     queue: deque = field(default_factory=deque)
     loads: list = None  # requests running or joining, per instance (for dispatch)
+    kv_used: list = None  # KV bytes reserved, per instance and bin
 
     def __post_init__(self):
         self.loads = [0] * len(self.instances)
+        self.kv_used = [[0.0] * self.kv_bins for _ in self.instances]
+
+    def free_bin(self, inst: DecodeInstance, need: float) -> int | None:
+        """The emptiest KV bin of `inst` with room for `need` bytes (None: none)."""
+        used = self.kv_used[inst.slot]
+        b = min(range(self.kv_bins), key=used.__getitem__)
+        return b if used[b] + need <= self.kv_capacity_bytes else None
+
+    def fits(self, inst: DecodeInstance, need: float, joining: int = 0) -> bool:
+        return inst.load + joining < self.cap and self.free_bin(inst, need) is not None
 
     def sync(self, inst: DecodeInstance) -> None:
         self.loads[inst.slot] = inst.batch + len(inst.pending)
@@ -65,11 +86,20 @@ class DecodeEngine:
     """Runs every decode event; `pools[stage]` is a list of pools (one per colocated
     instance, else one) and `local_pool_of[request]` picks the local one."""
 
-    def __init__(self, local_pools: list[Pool], main_pool: Pool | None, inputs, outputs, mode):
+    def __init__(self, local_pools: list[Pool], main_pool: Pool | None, inputs, outputs, mode,
+                 kv_need=None, wan_done_s=None, handoff_delay_s: float = 0.0):  # fmt: skip
+        """`kv_need`: KV bytes each request reserves on admission; `wan_done_s`: when MD
+        holds each request's KV (where RLD overflows to P -> MD); `handoff_delay_s`: the
+        token-id round trip + the engine's fixed cost of a handoff (model/handoff.py)."""
         self.pools = {LOCAL_STAGE: local_pools, MAIN_STAGE: [main_pool] if main_pool else []}
         self.inputs, self.outputs = inputs.tolist(), [int(o) for o in outputs]
         self.catch_up = mode == "catch_up"
         n = len(inputs)
+        self.kv_need = [0.0] * n if kv_need is None else [float(b) for b in kv_need]
+        self.wan_done = wan_done_s
+        self.handoff_delay_s = handoff_delay_s
+        self.overflowed = np.zeros(n, dtype=bool)
+        self.kv_bin: dict[int, int] = {}  # the KV bin of each admitted request
         self.rec = {LOCAL_STAGE: StageRecord(n), MAIN_STAGE: StageRecord(n)}
         self.leave_of = {LOCAL_STAGE: {}, MAIN_STAGE: {}}  # live leave step per request
         self.where: dict[int, tuple] = {}  # local-stage state: ("queued"|"pending"|"run", ...)
@@ -96,14 +126,26 @@ class DecodeEngine:
             self.push(wall, BOUNDARY, (stage, p, inst, inst.version, k))
 
     # ---- joining -------------------------------------------------------------------------
-    def _least_loaded(self, pool: Pool) -> DecodeInstance | None:
-        least = min(pool.loads)
-        return pool.instances[pool.loads.index(least)] if least < pool.cap else None
+    def _least_loaded(self, pool: Pool, rid: int) -> DecodeInstance | None:
+        """The least-loaded instance with a free slot and room for the request's KV."""
+        need, best = self.kv_need[rid], None
+        for inst in pool.instances:
+            if pool.fits(inst, need) and (best is None or inst.load < best.load):
+                best = inst
+        return best
+
+    def _reserve(self, pool: Pool, inst: DecodeInstance, rid: int, sign: float = 1.0) -> None:
+        """Reserve (sign 1) or free (-1) the request's KV blocks in one bin of `inst`."""
+        if sign > 0:
+            b = pool.free_bin(inst, self.kv_need[rid])
+            self.kv_bin[rid] = 0 if b is None else b
+        pool.kv_used[inst.slot][self.kv_bin[rid]] += sign * self.kv_need[rid]
 
     def _join(self, stage: int, p: int, inst: DecodeInstance, t: float, spec: tuple) -> None:
         """Join at the next boundary (now, if the instance is idle)."""
         rid = spec[0]
         self.rec[stage].instance[rid] = inst.index
+        self._reserve(self.pools[stage][p], inst, rid)
         if stage == LOCAL_STAGE:
             self.where[rid] = ("pending", p, inst)
         if not inst.busy:
@@ -118,7 +160,10 @@ class DecodeEngine:
 
     def arrive(self, stage: int, p: int, t: float, spec: tuple) -> None:
         pool = self.pools[stage][p]
-        inst = self._least_loaded(pool)
+        inst = self._least_loaded(pool, spec[0])
+        if inst is None and pool.overflow:
+            self._overflow(t, spec[0])
+            return
         if inst is None:
             pool.queue.append(spec)
             if stage == LOCAL_STAGE:
@@ -140,6 +185,7 @@ class DecodeEngine:
             if leave_of.get(rid) == k_leave:
                 del leave_of[rid]
                 inst.batch -= 1
+                self._reserve(pool, inst, rid, -1.0)
                 inst.ctx_base -= self._ctx_offset[stage].pop(rid)
                 if stage == LOCAL_STAGE:
                     self.where[rid] = ("done",)
@@ -147,7 +193,7 @@ class DecodeEngine:
             joining, inst.pending = inst.pending, []
         else:
             joining = []
-        while pool.queue and inst.batch + len(joining) < pool.cap:
+        while pool.queue and pool.fits(inst, self.kv_need[pool.queue[0][0]], len(joining)):
             spec = pool.queue.popleft()
             if stage == MAIN_STAGE and spec[5] == "catch_up":
                 spec = self._catch_up_spec(inst, self._wall(inst, t_own), spec, k_now=k)
@@ -155,6 +201,7 @@ class DecodeEngine:
                     continue
             joining.append(spec)
             rec.instance[spec[0]] = inst.index
+            self._reserve(pool, inst, spec[0])
         extend_tokens = 0
         for rid, tokens, handed, skip, context, _ in joining:
             rec.join[rid], rec.first[rid] = k, k + 1 + skip
@@ -207,6 +254,15 @@ class DecodeEngine:
         self._stop_local(rid, rld, stop, total)
         return (rid, out - total, emitted, 1, self.inputs[rid] + emitted, "catch_up")
 
+    def _overflow(self, t: float, rid: int) -> None:
+        """RLD is full: the router sends the request P -> MD, which takes it once its KV
+        is there."""
+        self.overflowed[rid] = True
+        self.where[rid] = ("done",)  # its handoff event finds nothing to hand off
+        self.rec[LOCAL_STAGE].instance[rid] = -1
+        spec = (rid, self.outputs[rid], 0, 0, self.inputs[rid], "direct")
+        self.push(max(t, float(self.wan_done[rid])), ARRIVE, (MAIN_STAGE, 0, spec))
+
     def _stop_local(self, rid: int, rld: DecodeInstance, stop: int, tokens: int) -> None:
         self.leave_of[LOCAL_STAGE][rid] = stop
         self.rec[LOCAL_STAGE].tokens[rid] = tokens
@@ -225,14 +281,16 @@ class DecodeEngine:
             else:
                 inst = state[2]
                 inst.pending = [s for s in inst.pending if s[0] != rid]
+                self._reserve(pool, inst, rid, -1.0)
                 pool.sync(inst)
                 self._reschedule(LOCAL_STAGE, state[1], inst)
             self.rec[LOCAL_STAGE].instance[rid] = -1
             self.where[rid] = ("done",)
             self.arrive(MAIN_STAGE, 0, t, direct)
             return
-        if self.catch_up:
-            self.arrive(MAIN_STAGE, 0, t, (rid, 0, 0, 1, 0, "catch_up"))
+        if self.catch_up:  # MD asks for the ids, gets them, and sets up the extend step
+            spec = (rid, 0, 0, 1, 0, "catch_up")
+            self.push(t + self.handoff_delay_s, ARRIVE, (MAIN_STAGE, 0, spec))
             return
         rld, k_join, out = state[2], self.rec[LOCAL_STAGE].join[rid], self.outputs[rid]
         stop = rld.next_boundary(t)
@@ -241,7 +299,7 @@ class DecodeEngine:
             return
         self._stop_local(rid, rld, stop, emitted)
         spec = (rid, out - emitted, emitted, 0, self.inputs[rid] + emitted, "one_shot")
-        self.push(rld.time_of(stop), ARRIVE, (MAIN_STAGE, 0, spec))
+        self.push(rld.time_of(stop) + self.handoff_delay_s, ARRIVE, (MAIN_STAGE, 0, spec))
 
     # ---- the loop -----------------------------------------------------------------------------
     def run(self) -> None:

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from pdd_plan.model.evaluate import binding_role
 from pdd_plan.model.metrics import Metrics, json_safe
+from pdd_plan.sim.gaps import measured_gaps_s, overflow_frac
 from pdd_plan.sim.measure import Measured, sla_checks
 from pdd_plan.sim.run import SimRun
+
+_QS = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 
 
 def to_metrics(run: SimRun, m: Measured, goodput_rps: float = math.nan) -> Metrics:
     """`goodput_rps` is NaN (null in JSON) unless a goodput search was run."""
     checks = sla_checks(run, m)
+    gaps = measured_gaps_s(run)
     req = run.trace.requests
     uncached = req.uncached_tokens
     return Metrics(
@@ -35,6 +41,8 @@ def to_metrics(run: SimRun, m: Measured, goodput_rps: float = math.nan) -> Metri
         mean_output_tokens=float(req.output_tokens.mean()),
         mean_uncached_input_tokens=float(uncached.mean()),
         sla_checks=checks,
+        largest_gap_s={q: float(np.quantile(gaps, v)) for q, v in _QS.items()} if len(gaps) else {},
+        relay_overflow_frac=overflow_frac(run),
     )
 
 

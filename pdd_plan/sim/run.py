@@ -16,6 +16,13 @@ import numpy as np
 
 from pdd_plan.errors import InputError
 from pdd_plan.model import routing as rt
+from pdd_plan.model.decode_admission import (
+    count_cap,
+    kv_bins,
+    reserve_output_tokens,
+    reserved_tokens,
+)
+from pdd_plan.model.decode_side import engine_fixed_s
 from pdd_plan.model.network import BITS_PER_BYTE, rdma_transfer_s
 from pdd_plan.model.setup import RolePool, Setup
 from pdd_plan.model.workload import RequestClasses
@@ -30,6 +37,7 @@ from pdd_plan.sim.decode import (
     local_spec,
 )
 from pdd_plan.sim.decode_instance import DecodeInstance, PausedClock, boundary_times
+from pdd_plan.sim.gaps import instance_gaps_s, pause_gaps_s
 from pdd_plan.sim.prefill import PrefillRun, fcfs_pool
 from pdd_plan.sim.sampling import Requests, draw_requests
 from pdd_plan.sim.steps import DecodeSteps, PrefillTimes
@@ -64,6 +72,8 @@ class Trace:
     main_first_s: np.ndarray
     main_last_s: np.ndarray
     main_tokens: np.ndarray
+    overflowed: np.ndarray | None = None  # found RLD full and went P -> MD
+    largest_gap_s: np.ndarray | None = None  # each request's largest inter-token gap
 
     @property
     def first_token_s(self) -> np.ndarray:
@@ -107,6 +117,8 @@ def _routes(setup: Setup, req: Requests, rate: float) -> rt.Routes:
 
 
 def _cap(pool: RolePool, context: float) -> int:
+    """The count limit of an instance's batch (the TPOT-feasible batch where it binds
+    first; `decode_admission.count_cap`); KV bytes limit it too (`_kv_need`)."""
     cap = pool.batch_limit or pool.instance.max_batch(context)
     if cap < 1:
         g = pool.group
@@ -114,23 +126,45 @@ def _cap(pool: RolePool, context: float) -> int:
             "plan", "plan.instances", f"{g.role} on {g.gpus_per_instance} x {g.gpu}",
             "an instance shape whose HBM holds at least one request's KV next to the weights",
         )  # fmt: skip
-    return int(cap)
+    return count_cap(pool, context)
 
 
-def _decode_pool(pool: RolePool, req: Requests, clocks=None) -> list[Pool]:
+# the step table covers batches up to this many requests (an instance that holds more
+# small requests runs them at this batch's step: none of the shipped scenarios gets near)
+MAX_TABLE_BATCH = 16_384
+
+
+def _kv_need(setup: Setup, req: Requests) -> np.ndarray:
+    """KV bytes each request counts for (decode_admission.reserved_tokens)."""
+    tokens = reserved_tokens(
+        req.input_tokens, req.output_tokens, reserve_output_tokens(setup.scenario)
+    )
+    return np.asarray(
+        setup.model.resident_kv_bytes(tokens.astype(np.int64), setup.scenario.kv_dtype), float
+    )
+
+
+def _decode_pool(
+    pool: RolePool, req: Requests, need: np.ndarray, clocks=None, overflow=False
+) -> list[Pool]:
     context = float(np.average(req.input_tokens + req.output_tokens / 2, weights=req.output_tokens))
+    bins = kv_bins(pool.instance)
+    capacity = pool.instance.kv_capacity_bytes() / bins  # per bin
+    most = bins * (capacity // max(float(need.min()), 1.0))
     steps = DecodeSteps(
         pool.instance,
-        _cap(pool, context),
+        int(min(_cap(pool, context), most, MAX_TABLE_BATCH)),
         float(req.input_tokens.min()),
         float((req.input_tokens + req.output_tokens).max()),
         int(req.output_tokens.max()),
     )
     if clocks is not None:  # colocated: one pool of one instance per instance
         return [
-            Pool(steps, [DecodeInstance(i, c, slot=0)], steps.cap) for i, c in enumerate(clocks)
+            Pool(steps, [DecodeInstance(i, c, slot=0)], steps.cap, capacity, False, bins)
+            for i, c in enumerate(clocks)
         ]
-    return [Pool(steps, [DecodeInstance(i) for i in range(pool.group.count)], steps.cap)]
+    instances = [DecodeInstance(i) for i in range(pool.group.count)]
+    return [Pool(steps, instances, steps.cap, capacity, overflow, bins)]
 
 
 def _paused_clocks(prefill: PrefillRun, count: int) -> list[PausedClock]:
@@ -173,18 +207,22 @@ def simulate(setup: Setup, config: SimConfig) -> SimRun:
     else:
         payload = np.zeros(len(req))
 
+    need = _kv_need(setup, req)
     if arch == "colocated":
         clocks = _paused_clocks(prefill, setup.prefill.group.count)
-        local_pools, main_pool = _decode_pool(setup.decode, req, clocks), None
+        local_pools, main_pool = _decode_pool(setup.decode, req, need, clocks), None
     elif arch == "idc_pd":
-        local_pools, main_pool = _decode_pool(setup.decode, req), None
+        local_pools, main_pool = _decode_pool(setup.decode, req, need), None
     elif arch == "cdc_pd":
-        local_pools, main_pool = [], _decode_pool(setup.decode, req)[0]
+        local_pools, main_pool = [], _decode_pool(setup.decode, req, need)[0]
     else:
-        local_pools, main_pool = _decode_pool(setup.relay, req), _decode_pool(setup.decode, req)[0]
-    engine = DecodeEngine(
-        local_pools, main_pool, req.input_tokens, req.output_tokens, setup.deployment.policy.handoff
-    )
+        local_pools = _decode_pool(setup.relay, req, need, overflow=True)
+        main_pool = _decode_pool(setup.decode, req, need)[0]
+    delay = 0.0
+    if arch == "pdd":  # the token ids' round trip + the engine's fixed cost per handoff
+        delay = setup.link.rtt_s + engine_fixed_s(setup)
+    engine = DecodeEngine(local_pools, main_pool, req.input_tokens, req.output_tokens,
+                          setup.deployment.policy.handoff, need, wan_done, delay)  # fmt: skip
     for rid in range(len(req)):
         if path[rid] == rt.DIRECT:
             engine.push(wan_done[rid], ARRIVE, (MAIN_STAGE, 0, direct_spec(rid, *_io(req))))
@@ -205,7 +243,7 @@ def _io(req: Requests):
 def _stage_times(engine: DecodeEngine, stage: int, pools: list[Pool], n: int):
     """First and last token times of each request on one stage, from the segments."""
     rec = engine.rec[stage]
-    first, last = np.full(n, np.nan), np.full(n, np.nan)
+    first, last, gaps = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n)
     segments = []
     for pool in pools:
         for inst in pool.instances:
@@ -216,20 +254,28 @@ def _stage_times(engine: DecodeEngine, stage: int, pools: list[Pool], n: int):
                 continue
             f = boundary_times(seg, rec.first[mine])
             last_ = boundary_times(seg, rec.first[mine] + rec.tokens[mine] - 1)
+            gaps[mine] = instance_gaps_s(seg, rec.first[mine], rec.tokens[mine])
             if inst.clock is not None:
                 f = np.array([inst.clock.to_wall(v) for v in f])
                 last_ = np.array([inst.clock.to_wall(v) for v in last_])
+                pause = pause_gaps_s(inst.clock, f, last_)
+                gaps[mine] = np.where(pause > 0, gaps[mine] + pause, gaps[mine])
             first[mine], last[mine] = f, last_
-    return first, last, rec.instance.copy(), rec.tokens.copy(), segments
+    return first, last, rec.instance.copy(), rec.tokens.copy(), segments, gaps
 
 
 def _collect(setup, config, rate, req, routes, prefill, service, rdma_done, payload, wan, engine,
              local_pools, main_pool) -> SimRun:  # fmt: skip
     n = len(req)
-    lf, ll, li, lt, lseg = _stage_times(engine, LOCAL_STAGE, local_pools, n)
-    mf, ml, mi, mt, mseg = _stage_times(engine, MAIN_STAGE, [main_pool] if main_pool else [], n)
+    lf, ll, li, lt, lseg, lgap = _stage_times(engine, LOCAL_STAGE, local_pools, n)
+    mf, ml, mi, mt, mseg, mgap = _stage_times(
+        engine, MAIN_STAGE, [main_pool] if main_pool else [], n
+    )
+    handoff_gap = np.where((lt > 0) & (mt > 0), mf - ll, 0.0)
+    largest_gap = np.maximum(np.maximum(lgap, mgap), handoff_gap)
     trace = Trace(req, routes.path, prefill, service, rdma_done, payload, wan,
-                  li, lf, ll, lt, mi, mf, ml, mt)  # fmt: skip
+                  li, lf, ll, lt, mi, mf, ml, mt, engine.overflowed.copy(),
+                  largest_gap)  # fmt: skip
     arch = setup.deployment.architecture
     roles = {"pdd": ("relay_decode", "main_decode"), "cdc_pd": (None, "main_decode"),
              "idc_pd": ("decode", None), "colocated": ("colocated", None)}[arch]  # fmt: skip

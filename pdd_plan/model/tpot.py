@@ -1,0 +1,135 @@
+"""The distribution of TPOT and of each request's largest inter-token gap.
+
+A request's TPOT is the mean of the steps it shares over its life, plus what interrupts
+them, over its output tokens - 1:
+- the batch of its instance varies: with least-loaded dispatch an instance holds about
+  N/n of the role's N requests, N ~ Poisson (M/G/inf, capped), so Var(B) = mean batch / n;
+  a request sees the time average over its life T, whose variance is Var(B) g(T) with
+  g(T) = (2/T^2) int_0^T (T - u) r(u) du and r(u) the autocorrelation of M/G/inf,
+  int_u^inf P(S > s) ds / E[S]. The step's slope in the batch turns it into seconds.
+- interruptions arrive at a rate per instance: co-batched extend-decode steps on MD (each
+  costs extend - step more, for everyone in that step), and on colocated instances the
+  prefills that pause decoding (each its prefill time). M ~ Poisson(rate x T) of them,
+  sizes from their mix: a compound Poisson sum, taken as an atom at 0 (no interruption)
+  plus a normal with the conditional mean and variance.
+- the one-shot handoff: RLD's tokens, the handoff gap, then MD's (`evaluate`).
+The largest gap: the largest of the request's step, its one-shot handoff gap and step +
+the largest of its M interruptions, P(G <= g) = exp(-m (1 - F(g - step))) above the rest.
+Percentiles by root-finding over the mixture of request classes, like TTFT's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import ndtr
+
+
+@dataclass(frozen=True)
+class TpotRows:
+    """Per row (a request class on one path): its weight and TPOT parts, in seconds."""
+
+    weights: np.ndarray
+    mean_s: np.ndarray  # TPOT without interruptions
+    sd_s: np.ndarray  # spread of the batch a request shares, over its life
+    interrupts: np.ndarray  # expected interruptions during its life
+    gaps: np.ndarray  # output tokens - 1
+    step_s: np.ndarray  # its ordinary step (the largest of its paths')
+    fixed_gap_s: np.ndarray  # one-shot handoff gap (0 elsewhere)
+    sizes_s: np.ndarray  # interruption sizes (shared by every row) ...
+    size_weights: np.ndarray  # ... and their probabilities
+
+    def _moments(self) -> tuple[float, float]:
+        if not len(self.sizes_s):
+            return 0.0, 0.0
+        p = self.size_weights / self.size_weights.sum()
+        return float(np.dot(p, self.sizes_s)), float(np.dot(p, self.sizes_s**2))
+
+    def tpot_cdf(self, t: float) -> float:
+        m, g = self.interrupts, self.gaps
+        none = np.exp(-m)
+        e1, e2 = self._moments()
+        some = np.maximum(1.0 - none, 1e-300)
+        mean1 = m * e1 / some / g  # TPOT added, given at least one interruption
+        var1 = np.maximum((m * e2 + m * m * e1 * e1) / some / g**2 - mean1**2, 0.0)
+        cdf0 = _normal_cdf(t, self.mean_s, self.sd_s)
+        cdf1 = _normal_cdf(t, self.mean_s + mean1, np.sqrt(self.sd_s**2 + var1))
+        mass = none * cdf0 + (1.0 - none) * cdf1
+        return float(np.dot(self.weights, mass) / self.weights.sum())
+
+    def gap_cdf(self, g: float) -> float:
+        above = (g >= self.step_s) & (g >= self.fixed_gap_s)
+        beyond = np.zeros(len(self.step_s))
+        if len(self.sizes_s):
+            order = np.argsort(self.sizes_s)
+            sizes = self.sizes_s[order]
+            cum = np.concatenate(([0.0], np.cumsum(self.size_weights[order])))
+            cum /= cum[-1]
+            below = cum[np.searchsorted(sizes, g - self.step_s, side="right")]
+            beyond = 1.0 - below  # P(an interruption is longer than g - step)
+        mass = np.where(above, np.exp(-self.interrupts * beyond), 0.0)
+        return float(np.dot(self.weights, mass) / self.weights.sum())
+
+    def max_gap_s(self) -> float:
+        """The largest gap any request can see (its step + the longest interruption)."""
+        if not len(self.weights):
+            return 0.0
+        hit = self.interrupts > 0
+        longest = float(self.sizes_s.max(initial=0.0))
+        worst = np.maximum(self.step_s, self.fixed_gap_s)
+        return float(np.where(hit, np.maximum(worst, self.step_s + longest), worst).max())
+
+    def quantiles(self, cdf, qs) -> list[float]:
+        low = float(min(self.mean_s.min(), self.step_s.min())) * 0.5
+        high = float(max(self.mean_s.max(), self.step_s.max(), self.fixed_gap_s.max()))
+        out = []
+        for q in qs:
+            top = max(high, 1e-6) * 2
+            while cdf(top) < q and top < 1e6:
+                top *= 2
+            out.append(float(brentq(lambda x, q=q: cdf(x) - q, low, top, xtol=1e-7)))
+        return out
+
+
+def _normal_cdf(t: float, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    safe = np.where(sd > 0, sd, 1.0)
+    return np.where(sd > 0, ndtr((t - mean) / safe), (t >= mean).astype(float))
+
+
+def time_average_factor(window_s: np.ndarray, holds_s: np.ndarray, hold_weights) -> np.ndarray:
+    """g(T): the variance of an M/G/inf occupancy averaged over a window T, over its
+    variance at an instant; holds S take `holds_s` with weights `hold_weights`."""
+    # on the distinct values only: classes share a handful of output lengths
+    s, inverse = np.unique(np.round(np.asarray(holds_s, float), 6), return_inverse=True)
+    w = np.bincount(inverse, weights=np.asarray(hold_weights, float), minlength=len(s))[None, :]
+    s = s[None, :]
+    windows, back = np.unique(np.round(np.asarray(window_s, float), 6), return_inverse=True)
+    t = np.maximum(windows, 1e-12)[:, None]
+    # int_0^T (T - u) (s - u)^+ du, for s >= T and s < T
+    inner = np.where(s >= t, t * t * s / 2 - t**3 / 6, t * s * s / 2 - s**3 / 6)
+    mean_hold = float((w * s).sum()) / float(w.sum())
+    if mean_hold <= 0:
+        return np.zeros(np.shape(window_s))
+    factor = (2.0 / t[:, 0] ** 2) * (w * inner).sum(axis=1) / float(w.sum()) / mean_hold
+    return factor[back.reshape(np.shape(window_s))]
+
+
+def batch_sd_s(instance, batch: float, instances: int, context: float, window_s, holds_s,
+               hold_weights) -> np.ndarray:  # fmt: skip
+    """Spread of the mean step a request sees over a life of `window_s`."""
+    if batch <= 0 or instances < 1:
+        return np.zeros(np.shape(window_s))
+    low, high = max(batch - 1.0, 1.0), batch + 1.0
+    steps = np.asarray(instance.decode_step_s(np.array([low, high]), context), float)
+    slope = float(steps[1] - steps[0]) / (high - low)
+    g = time_average_factor(window_s, holds_s, hold_weights)
+    return slope * np.sqrt(batch / instances * g)
+
+
+def weighted_quantiles_dict(rows: TpotRows, cdf, quantiles: dict[str, float]) -> dict:
+    if not len(rows.weights) or rows.weights.sum() <= 0:
+        return {k: math.nan for k in quantiles}
+    return dict(zip(quantiles, rows.quantiles(cdf, list(quantiles.values())), strict=True))

@@ -1,0 +1,85 @@
+"""The rows of the TPOT and largest-gap distributions (model/tpot.py) for a deployment
+at one rate: one row per request class and path (direct or overflowed to MD, relayed and
+kept on RLD, finished near prefill), with its mean TPOT, the spread of the batch it
+shares, the interruptions it meets and its one-shot handoff gap."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pdd_plan.model import routing as rt
+from pdd_plan.model.decode_side import DecodeSide, context_tokens
+from pdd_plan.model.setup import Setup
+from pdd_plan.model.tpot import TpotRows, batch_sd_s
+
+
+def _md_interruptions(setup: Setup, side: DecodeSide, rate: float, service: np.ndarray):
+    """(rate per instance, sizes, weights) of what interrupts the finishing role's steps:
+    colocated prefills, or MD's extend steps of handed-off requests."""
+    c, arch = setup.classes, setup.deployment.architecture
+    n = max(setup.decode.group.count, 1)
+    if arch == "colocated":
+        return rate / n, np.asarray(service, float), c.weight
+    rl, h = side.relay, side.handoff
+    if rl is None or h is None:
+        return 0.0, np.zeros(0), np.zeros(0)
+    handed = (setup.routes.path == rt.RELAY) & (rl.rld_tokens < c.output_tokens)
+    weights = c.weight * handed * rl.kept_frac
+    extra = np.maximum(np.asarray(h.extend_s, float) - side.md.step_s, 0.0)
+    return rate * float(weights.sum()) / n, extra[handed], weights[handed]
+
+
+def tpot_rows(setup: Setup, side: DecodeSide, rate: float, service: np.ndarray) -> TpotRows:
+    c, path = setup.classes, setup.routes.path
+    md_step = side.md.step_s  # the decode step itself (colocated: without the pauses)
+    gaps = np.maximum(c.output_tokens - 1, 1.0)
+    per_inst, sizes, size_w = _md_interruptions(setup, side, rate, service)
+    wall = side.md_step_s  # a step as the requests see it (colocated: with the pauses)
+    holds = side.md_tokens * md_step
+    context = context_tokens(c, side.md_tokens, side.md_weights)
+
+    def md_part(tokens: np.ndarray):
+        """sd and interruptions of `tokens` steps on the finishing role."""
+        sd = batch_sd_s(setup.decode.instance, side.md.batch, setup.decode.group.count,
+                        context, tokens * md_step, holds, side.md_weights)  # fmt: skip
+        return sd / gaps * tokens, per_inst * tokens * wall
+
+    ones = np.ones(len(c))
+    sd_all, m_all = md_part(gaps)
+    rows = [(c.weight, md_step * ones, sd_all, m_all, md_step * ones, 0.0 * ones)]
+    rl = side.relay
+    if rl is not None:
+        near = path != rt.DIRECT
+        rows = [(c.weight * np.where(near, rl.overflow_frac, 1.0), *rows[0][1:])]
+        rld_tokens = np.minimum(rl.rld_tokens, gaps)
+        md_tokens = np.maximum(gaps - rld_tokens, 0.0)
+        one_shot = setup.deployment.policy.handoff != "catch_up"
+        relay = path == rt.RELAY
+        gap = np.zeros(len(c))
+        if one_shot and side.handoff is not None:
+            gap = np.where(relay & (md_tokens > 0), side.handoff.total_s, 0.0)
+        stall = np.maximum(gap - md_step, 0.0)
+        mean = (rld_tokens * rl.step_s + stall + md_tokens * md_step) / gaps
+        mean = np.where(relay, mean, rl.step_s)
+        sd, m = md_part(np.where(relay, md_tokens, 0.0))
+        step = np.where(relay & (md_tokens > 0), max(rl.step_s, md_step), rl.step_s)
+        rows.append((c.weight * near * rl.kept_frac, mean, sd, m, step, gap))
+    multi = c.output_tokens > 1
+    cols = [np.concatenate([r[i][multi] for r in rows]) for i in range(6)]
+    cols.append(np.concatenate([gaps[multi]] * len(rows)))
+    weights, rest = _merge_equal_rows(cols[0], np.stack(cols[1:], axis=1))
+    mean, sd, m, step, fixed, all_gaps = rest.T
+    return TpotRows(weights, mean, sd, m, all_gaps, step, fixed,
+                    np.asarray(sizes, float), np.asarray(size_w, float))  # fmt: skip
+
+
+def _merge_equal_rows(weights: np.ndarray, values: np.ndarray):
+    """Rows with the same values (to 9 significant digits) as one, weights summed: most
+    classes differ only in what does not change their TPOT (the root-finding then runs on
+    tens of rows, not thousands)."""
+    keep = weights > 0
+    weights, values = weights[keep], values[keep]
+    keys = np.array([[float(f"{v:.9g}") for v in row] for row in values]) if len(values) else values
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    merged = np.bincount(inverse.ravel(), weights=weights, minlength=len(unique))
+    return merged, unique

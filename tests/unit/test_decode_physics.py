@@ -1,0 +1,204 @@
+"""Decode, relay and handoff physics (issue #11): slots from KV bytes, the slot wait,
+relay occupancy by Little's law with overflow, the handoff's parts, TPOT and gap spread.
+Each expectation is derived by hand or from a published figure, not from the code."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pdd_plan.loaders.plan_file import load_plan
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path, scenarios_dir
+from pdd_plan.model import routing as rt
+from pdd_plan.model.decode_admission import (
+    admission_wait,
+    merge_waits,
+    reserved_tokens,
+    slots_per_instance,
+    support_max,
+)
+from pdd_plan.model.evaluate import prepare, snapshot
+from pdd_plan.model.handoff import (
+    DEFAULT_ENGINE_FIXED_S,
+    PUBLISHED_HANDOFF_RTT_S,
+    PUBLISHED_HANDOFF_TOKENS,
+    PUBLISHED_RECOMPUTE_HANDOFF_S,
+    catch_up_extra_tokens,
+)
+from pdd_plan.model.queueing import WaitModel
+from pdd_plan.model.workload import Bins, Fixed, TruncatedLognormal
+
+RESOLUTION = (1, 10, 24)
+
+
+@pytest.fixture(scope="module")
+def paper(catalog):
+    return load_scenario(resolve_scenario_path("pdd-paper"), catalog)
+
+
+def _setup(catalog, scenario, arch, resolution=RESOLUTION, **policy):
+    plan = load_plan(scenarios_dir() / "plans" / f"pdd-paper-{arch}.yaml", scenario, catalog)
+    if policy:
+        plan = dataclasses.replace(plan, policy=dataclasses.replace(plan.policy, **policy))
+    model = catalog.model_for(scenario)
+    return prepare(scenario, plan, model, catalog.gpus, catalog.lines, resolution)
+
+
+def test_slots_are_the_kv_room_over_a_request_s_whole_context(catalog, paper):
+    """One class of 65,536 + 1,000 tokens: K = the requests of 66,536 tokens that fit HBM
+    (roofline max_batch counts the same bytes), unless the count cap is lower."""
+    inst = _setup(catalog, paper, "idc_pd").decode.instance
+    reserve = reserved_tokens(np.array([65_536.0]), np.array([1_000.0]), None)
+    assert slots_per_instance(inst, reserve, np.array([1.0]), 10**9) == inst.max_batch(66_536)
+    assert slots_per_instance(inst, reserve, np.array([1.0]), 7) == 7
+
+
+def test_reserving_the_maximum_output_admits_fewer(catalog, paper):
+    inst = _setup(catalog, paper, "idc_pd").decode.instance
+    own = reserved_tokens(np.array([65_536.0]), np.array([1_000.0]), None)
+    most = reserved_tokens(np.array([65_536.0]), np.array([1_000.0]), 5_576.0)
+    k_own = slots_per_instance(inst, own, np.array([1.0]), 10**9)
+    k_most = slots_per_instance(inst, most, np.array([1.0]), 10**9)
+    assert k_most == inst.max_batch(65_536 + 5_576) < k_own
+
+
+def test_support_max_is_the_upper_edge():
+    assert support_max(Fixed(7.0)) == 7.0
+    assert support_max(Bins((1, 100), (100, 5576), (0.5, 0.5))) == 5576
+    assert support_max(TruncatedLognormal(1.0, 8192.0, 400.0, 1.2)) == 8192.0
+
+
+def test_slot_wait_is_erlang_c_for_exponential_service():
+    """M/M/c (cv2 = 1 both ways): P(wait) = Erlang-C. c = 2, a = 1: C = 1/3 (textbook);
+    mean wait C / (c mu - lambda) = (1/3) / (2 - 1) with mu = 1/s, lambda = 1/s."""
+    service = np.array([0.5, 1.5])  # mean 1 s, cv2 0.25; arrivals cv2 1.75: z = 1
+    exp_like = admission_wait(1.0, service, np.array([0.5, 0.5]), 2, 1.75, "t")
+    assert exp_like.wait.prob_wait == pytest.approx(1 / 3, rel=1e-9)  # z = (1.75 + 0.25)/2 = 1
+    assert exp_like.wait.mean_s() == pytest.approx(1 / 3, rel=1e-9)
+
+
+def test_slot_wait_vanishes_as_load_vanishes():
+    waits = [
+        admission_wait(rate, np.array([30.0]), np.array([1.0]), 1920, 1.0, "t").wait.mean_s()
+        for rate in (0.01, 1.0, 30.0, 60.0, 63.0)
+    ]
+    assert waits[0] < 1e-12
+    assert all(a <= b + 1e-15 for a, b in zip(waits, waits[1:], strict=False))
+    assert waits[-1] > 0.01  # 63 req/s x 30 s = 1,890 of 1,920 slots busy
+
+
+def test_merged_waits_keep_the_mean_and_the_chance_of_waiting():
+    a, b = WaitModel(0.2, 10.0), WaitModel(0.5, 2.0)  # means 0.02 s and 0.25 s
+    m = merge_waits(a, b)
+    assert m.mean_s() == pytest.approx(0.27)
+    assert m.prob_wait == pytest.approx(1 - 0.8 * 0.5)
+    assert merge_waits(WaitModel.none(), b) == b
+
+
+def test_published_handoff_constant_rederived_from_the_roofline(catalog, paper):
+    """305.2 ms (100-token recompute handoff) = RTT 30 ms + half an idle MD step + the extend
+    step of 100 tokens at batch 1 + the fixed engine cost."""
+    md = _setup(catalog, paper, "pdd").decode.instance
+    step = float(md.decode_step_s(1, 65_536))
+    extend = float(md.extend_decode_s(1, PUBLISHED_HANDOFF_TOKENS, 65_536 + 100))
+    fixed = PUBLISHED_RECOMPUTE_HANDOFF_S - PUBLISHED_HANDOFF_RTT_S - step / 2 - extend
+    assert pytest.approx(fixed, abs=1e-3) == DEFAULT_ENGINE_FIXED_S
+
+
+def test_catch_up_tokens_are_handoff_over_relay_step():
+    assert list(catch_up_extra_tokens(np.array([0.3, 0.03]), 0.03)) == [10, 1]
+
+
+def test_one_shot_gap_is_the_handoff_and_stays_under_half_a_second(catalog, paper):
+    """Published: a one-shot dip under 0.5 s for 1K-token outputs. The handoff is the RTT +
+    fixed cost + half an MD step + the extend step: at least 0.1 s, at most 0.5 s here."""
+    setup = _setup(catalog, paper, "pdd", handoff="one_shot")
+    snap = snapshot(setup, 30.0)
+    parts = snap.handoff_s
+    total = sum(parts.values())
+    assert parts["message_s"] == pytest.approx(0.030)
+    assert parts["engine_fixed_s"] == pytest.approx(DEFAULT_ENGINE_FIXED_S)
+    assert 0.1 < total < 0.5
+    assert snap.max_gap_s == pytest.approx(total, rel=0.1)
+
+
+def test_catch_up_relays_more_tokens_than_one_shot_by_the_handoff(catalog, paper):
+    one = snapshot(_setup(catalog, paper, "pdd", handoff="one_shot"), 30.0)
+    catch = snapshot(_setup(catalog, paper, "pdd", handoff="catch_up"), 30.0)
+    assert catch.rld_token_share_frac > one.rld_token_share_frac
+    assert catch.max_gap_s < one.max_gap_s  # no visible stall
+
+
+def test_relay_occupancy_is_littles_law_and_overflow_is_zero_below_capacity(catalog, paper):
+    """At a low rate RLD's batch = (relayed requests/s) x (mean hold) per instance, a hold
+    being the WAN transfer + the handoff (catch-up), short outputs finishing first; and
+    nothing overflows."""
+    from pdd_plan.model.decode_side import decode_side
+
+    setup = _setup(catalog, paper, "pdd", handoff="catch_up")
+    c = setup.classes
+    wan = np.full(len(c), 2.0)
+    side = decode_side(setup, 5.0, wan, 0.1)
+    rl = side.relay
+    relay = setup.routes.path == rt.RELAY
+    hold = np.minimum(2.0 + side.handoff.total_s, c.output_tokens * rl.step_s)
+    by_hand = 5.0 * float(np.dot(c.weight[relay], hold[relay])) / setup.relay.group.count
+    assert rl.batch == pytest.approx(by_hand, rel=0.05)
+    assert rl.overflow_frac < 1e-9
+
+
+def test_relay_overflows_when_offered_more_than_its_slots(catalog, paper):
+    """A WAN transfer of 400 s: relayed requests hold RLD for their whole output. Offered
+    a = rate x E[hold] erlangs to c slots, a loss system turns away at least 1 - c/a of
+    them, and the pool never carries more than its slots."""
+    from pdd_plan.model.decode_side import decode_side
+
+    setup = _setup(catalog, paper, "pdd")
+    c = setup.classes
+    side = decode_side(setup, 20.0, np.full(len(c), 400.0), 0.1)
+    rl = side.relay
+    relay = setup.routes.path == rt.RELAY
+    offered = 20.0 * float(np.dot(c.weight[relay], c.output_tokens[relay])) * rl.step_s
+    slots = rl.slots * setup.relay.group.count
+    assert offered > slots
+    assert rl.overflow_frac >= 1 - slots / offered - 0.01
+    assert rl.batch <= rl.slots + 1e-9
+    assert snapshot_ok(setup)
+
+
+def snapshot_ok(setup) -> bool:
+    return np.isfinite(snapshot(setup, 20.0).ttft_s["p90"])
+
+
+def test_tpot_percentiles_spread_where_the_batch_varies(catalog):
+    """The default scenario's decode step depends on its batch: its TPOT percentiles are no
+    longer one number (the issue's 42.8 / 42.8 / 42.8 ms)."""
+    s = load_scenario(resolve_scenario_path("default"), catalog)
+    plan = load_plan(
+        scenarios_dir().parent / "benchmarks" / "agreement" / "default-pdd.yaml", s, catalog
+    )
+    setup = prepare(s, plan, catalog.model_for(s), catalog.gpus, catalog.lines)
+    t = snapshot(setup, 16.0).tpot_s
+    assert t["p50"] < t["p90"] < t["p99"]
+    assert t["p99"] / t["p50"] > 1.0
+
+
+def test_colocated_largest_gap_is_a_prefill_pause(catalog, paper):
+    """On a colocated instance a prefill pauses decoding: the largest gap a request sees is
+    a step + a prefill (tenths of a second at 64K), not one step (tens of ms)."""
+    plan = load_plan(
+        scenarios_dir().parent / "benchmarks" / "agreement" / "paper-colocated.yaml",
+        paper,
+        catalog,
+    )
+    setup = prepare(paper, plan, catalog.model_for(paper), catalog.gpus, catalog.lines, RESOLUTION)
+    snap = snapshot(setup, 60.0)
+    prefill = np.asarray(
+        setup.prefill.instance.prefill_time_s(
+            setup.classes.uncached_tokens, setup.classes.cached_tokens
+        )
+    )
+    assert snap.largest_gap_s["p90"] > float(np.median(prefill))
+    assert snap.tpot_s["p99"] > snap.tpot_s["p50"]
