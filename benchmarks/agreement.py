@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--goodput-requests", type=int, default=8_000)
     parser.add_argument("--no-goodput", action="store_true")
     parser.add_argument("--only", default="", help="run the cases whose name contains this")
+    parser.add_argument("--part", default="1/1", help="i/n: every n-th case from the i-th")
     args = parser.parse_args()
     catalog = Catalog()
     metrics = list(METRICS)
@@ -51,7 +52,8 @@ def main() -> None:
     print("| case | rate req/s | metric | closed form | simulator [95 % CI] | diff | ok |")
     print("|---|---|---|---|---|---|---|")
     start = time.perf_counter()
-    for case in (c for c in SUITE if args.only in c.name):
+    i, n = (int(x) for x in args.part.split("/"))
+    for case in (c for c in SUITE[i - 1 :: n] if args.only in c.name):
         row = compare(case, REPO, args.requests, catalog=catalog)
         closed, simulated = dict(row.closed), dict(row.simulated)
         if not args.no_goodput:

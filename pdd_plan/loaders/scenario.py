@@ -340,7 +340,16 @@ def _costs(node: Node) -> sc.Costs:
 def _engine(node: Node) -> sc.Engine:
     if node.is_missing:
         return sc.Engine()
-    f = node.mapping(optional=("decode_kv_bytes_per_token", "decode_kv_source", "profile"))
+    f = node.mapping(
+        optional=(
+            "decode_kv_bytes_per_token",
+            "decode_kv_source",
+            "profile",
+            "handoff_fixed_ms",
+            "handoff_fixed_source",
+            "reserve_max_output",
+        )  # fmt: skip
+    )
     if f is None:
         return sc.Engine()
     per_token = f["decode_kv_bytes_per_token"].number(
@@ -348,7 +357,17 @@ def _engine(node: Node) -> sc.Engine:
     )
     if per_token is not None and f["decode_kv_source"].is_missing:
         f["decode_kv_source"].fail("a source for decode_kv_bytes_per_token")
-    return sc.Engine(per_token, f["decode_kv_source"].string(default=""))
+    # the engine's fixed cost per RLD -> MD handoff (model/handoff.py), with its source
+    fixed_ms = f["handoff_fixed_ms"].number(minimum=0, maximum=60_000)
+    if fixed_ms is not None and f["handoff_fixed_source"].is_missing:
+        f["handoff_fixed_source"].fail("a source for handoff_fixed_ms")
+    return sc.Engine(
+        per_token,
+        f["decode_kv_source"].string(default=""),
+        handoff_fixed_s=None if fixed_ms is None else fixed_ms / 1e3,
+        handoff_fixed_source=f["handoff_fixed_source"].string(default=""),
+        reserve_max_output=bool(f["reserve_max_output"].boolean(default=False)),
+    )
 
 
 def _architectures(

@@ -202,3 +202,38 @@ def test_colocated_largest_gap_is_a_prefill_pause(catalog, paper):
     )
     assert snap.largest_gap_s["p90"] > float(np.median(prefill))
     assert snap.tpot_s["p99"] > snap.tpot_s["p50"]
+
+
+def _paper_with_engine_keys(tmp_path, extra: str):
+    text = resolve_scenario_path("pdd-paper").read_text()
+    anchor = "engine:\n"
+    assert anchor in text
+    path = tmp_path / "paper.yaml"
+    path.write_text(text.replace(anchor, anchor + extra, 1))
+    return path
+
+
+def test_scenario_sets_the_handoff_cost_and_the_reservation(catalog, tmp_path):
+    """engine.handoff_fixed_ms (with its source) replaces the published default in the
+    handoff; engine.reserve_max_output makes MD reserve 5,576 output tokens: fewer slots."""
+    from pdd_plan.model.decode_side import decode_side
+
+    extra = (
+        "  handoff_fixed_ms: 100\n  handoff_fixed_source: 'our bench'\n  reserve_max_output: true\n"
+    )
+    s = load_scenario(_paper_with_engine_keys(tmp_path, extra), catalog)
+    assert s.engine.handoff_fixed_s == pytest.approx(0.1)
+    assert s.engine.reserve_max_output is True
+    mine = _setup(catalog, s, "pdd")
+    base = _setup(catalog, load_scenario(resolve_scenario_path("pdd-paper"), catalog), "pdd")
+    assert snapshot(mine, 20.0).handoff_s["engine_fixed_s"] == pytest.approx(0.1)
+    zero = np.zeros(len(mine.classes))
+    assert decode_side(mine, 20.0, zero, 0.1).md_slots < decode_side(base, 20.0, zero, 0.1).md_slots
+
+
+def test_a_handoff_cost_without_its_source_is_refused(catalog, tmp_path):
+    from pdd_plan.errors import InputError
+
+    path = _paper_with_engine_keys(tmp_path, "  handoff_fixed_ms: 100\n")
+    with pytest.raises(InputError, match="handoff_fixed_source"):
+        load_scenario(path, catalog)
