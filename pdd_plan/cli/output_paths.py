@@ -18,7 +18,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pdd_plan.errors import InputError
-from pdd_plan.report.files import STDOUT, new_file, resolved, temp_sibling, writes_through
+from pdd_plan.report.files import (
+    STDOUT,
+    new_file,
+    resolved,
+    standard_stream,
+    temp_sibling,
+    writes_through,
+)
 
 _PLOTS = ("bathtub", "pareto", "composition", "cost", "bcr")
 RUN_FILES = frozenset(
@@ -50,17 +57,17 @@ def _refuse(path: str, option: str, found: str, expected: str) -> InputError:
 
 
 def _check_file(option: str, path: str) -> None:
-    if path == STDOUT:
-        return
     if not path:
         raise _refuse("command line", option, "an empty path", "a file path, or - for stdout")
+    if standard_stream(path) is not None:
+        return
     info = _stat(option, path)
     if info is None:
         _check_parent(option, path)
     elif stat.S_ISDIR(info.st_mode):
         raise _refuse(path, option, "a folder", "a file path (name a file inside the folder)")
     elif writes_through(info.st_mode):
-        if not os.access(resolved(path), os.W_OK):
+        if not os.access(path, os.W_OK):
             raise _refuse(path, option, "a FIFO or device it cannot write to", "a writable one")
     elif stat.S_ISREG(info.st_mode):
         if not os.access(resolved(path), os.W_OK):  # the rename could, but `>` would not
@@ -101,7 +108,7 @@ def _foreign_entries(folder: Path) -> list[str]:
 def _stat(option: str, path: str) -> os.stat_result | None:
     """The final target's status, None when it does not exist yet."""
     try:
-        return os.stat(resolved(path))
+        return os.stat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -176,7 +183,7 @@ def _check_distinct(sources: list[str], outputs: Mapping[str, str]) -> None:
     """No output replaces an input, and no two outputs are one file."""
     seen: dict[Path, str] = {}
     for option, path in outputs.items():
-        if path == STDOUT:
+        if standard_stream(path) is not None:
             continue
         for source in sources:
             if _same(source, path):

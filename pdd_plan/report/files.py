@@ -1,6 +1,7 @@
 """Output files, all or nothing.
 
-- `-` is standard output.
+- `-` is standard output, and so is a path to the file, pipe or terminal that standard
+  output (or error) already is (`/dev/stdout`): written through the stream.
 - A symbolic link is followed (through a chain) and its final target is replaced; the
   link stays a link. A dangling link creates its target, as the shell's `>` would.
 - A FIFO or a character device is written straight through, with no temporary file and
@@ -92,27 +93,48 @@ def write_error(path: Path | str, exc: OSError) -> InputError:
     )
 
 
+def standard_stream(path: Path | str):
+    """The standard stream `path` names, else None: `-` is stdout, and so is any path to
+    the very file, pipe or terminal stdout (or stderr) is: /dev/stdout, or a link to the file
+    the shell redirected stdout to. Such a path is written through the stream, in order with
+    what the command prints, never replaced behind the shell's back."""
+    if str(path) == STDOUT:
+        return sys.stdout
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd_info = os.fstat(stream.fileno())
+        except (OSError, ValueError, AttributeError):  # a stream without a descriptor
+            continue
+        if (fd_info.st_dev, fd_info.st_ino) == (info.st_dev, info.st_ino):
+            return stream
+    return None
+
+
 def write_atomic(path: Path | str, text: str | bytes) -> None:
     """Write text (UTF-8) or bytes to `path` whole or not at all (see the module's rules)."""
     data = _as_bytes(text)
-    if str(path) == STDOUT:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return
-    target = resolved(path)
     try:
+        stream = standard_stream(path)
+        if stream is not None:
+            stream.flush()
+            stream.buffer.write(data)
+            stream.buffer.flush()
+            return
         try:
-            info = os.stat(target)
+            info = os.stat(path)  # follows every link, /proc's magic ones too
         except FileNotFoundError:
             info = None
         if info is not None and stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if info is not None and writes_through(info.st_mode):
-            with open(target, "wb") as handle:
+            with open(path, "wb") as handle:
                 handle.write(data)
             return
-        _replace(target, data, info)
+        _replace(resolved(path), data, info)
     except OSError as exc:
         raise write_error(path, exc) from None
 

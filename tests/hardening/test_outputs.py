@@ -147,6 +147,25 @@ def test_dash_writes_to_stdout_and_creates_no_file(cli, tmp_path):
     assert not (tmp_path / "-").exists()
 
 
+def test_a_path_to_the_file_stdout_already_is_goes_through_stdout(tmp_path):
+    """`-o /dev/stdout` with stdout redirected to a file, built without /dev: a link to
+    the file the command's stdout is. Replacing that file would drop what is printed
+    after it (into the replaced inode); written through stdout, both stay, in order."""
+    small_config(tmp_path)
+    (tmp_path / "link.yaml").symlink_to("printed.txt")
+    with open(tmp_path / "printed.txt", "w") as stdout:
+        done = subprocess.run(
+            [*cli_command(), "model", "import", "cfg.json", "-o", "link.yaml"],
+            cwd=tmp_path, env=cli_env(), stdout=stdout, stderr=subprocess.PIPE, text=True,
+            timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = (tmp_path / "printed.txt").read_text()
+    assert printed.startswith("# Imported by `pdd-plan model import`"), printed
+    assert printed.rstrip().endswith("wrote link.yaml"), printed
+    assert (tmp_path / "link.yaml").is_symlink()
+
+
 def _same_file_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     """name -> (command line, the input it would replace)."""
     trace, config = tiny_trace(tmp_path), small_config(tmp_path)
