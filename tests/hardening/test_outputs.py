@@ -239,6 +239,8 @@ SWEEP = ["sweep", "tiny.yaml", "--vary", "workload.arrival_rate_per_s=1", "--job
 
 
 def test_out_replaces_an_earlier_run_folder_whole_with_umask_modes(tmp_path):
+    from pdd_plan.cli.output_paths import check_outputs
+
     tiny_scenario(tmp_path)
     out = tmp_path / "out"
     _earlier_run(out)
@@ -249,6 +251,7 @@ def test_out_replaces_an_earlier_run_folder_whole_with_umask_modes(tmp_path):
     assert {"sweep.csv", "sweep.json", "run.json"} <= names
     assert not names & {"plan.json", "bathtub.svg"}  # nothing of the other run is left
     assert len((out / "sweep.csv").read_text().splitlines()) == 1 + 1  # header, one point
+    check_outputs([], folders={"--out": str(out)})  # and the next run may replace it
     assert stat.S_IMODE(out.stat().st_mode) == 0o711  # the folder keeps its mode
     assert {stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()} == {0o640}  # umask 027
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tiny.yaml"]  # no temp left
@@ -516,3 +519,20 @@ def test_an_output_inside_the_out_folder_is_refused(tmp_path):
         check_outputs([], {"--bom": str(out / "b.csv")}, {"--out": str(out)})
     assert "--bom" in caught.value.problems[0].found
     check_outputs([], {"--bom": str(tmp_path / "b.csv")}, {"--out": str(out)})  # beside: fine
+
+
+def test_a_solve_out_folder_can_be_replaced_by_the_next_run(tmp_path):
+    """What `solve --out` writes is a folder the next run may replace (its every name is
+    one the check knows), so reruns into one folder work."""
+    from types import SimpleNamespace
+
+    from pdd_plan.cli.output_paths import check_outputs
+    from pdd_plan.cli.solve_cmd import write_outputs
+
+    result = {"status": "optimal", "solver": {"name": "highs", "objective": "max_bcr",
+                                              "wall_s": 1.0}}  # fmt: skip
+    files_made = SimpleNamespace(bom_csv="a,b\n", resolved_scenario={"name": "x"})
+    write_outputs(tmp_path / "out", result, files_made, "# report\n")
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {
+        "plan.json", "bom.csv", "scenario.json", "run.json", "report.md"}  # fmt: skip
+    check_outputs([], folders={"--out": str(tmp_path / "out")})  # no refusal
