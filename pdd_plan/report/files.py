@@ -46,7 +46,7 @@ def writes_through(mode: int) -> bool:
 
 def temp_sibling(folder: Path, make) -> Path:
     """A fresh name in `folder` made with `make(path)` (which must fail if it exists):
-    22 characters whatever the target's name, so a 255-character name still works."""
+    21 characters whatever the target's name, so a 255-character name still works."""
     for _ in range(100):
         path = folder / f".pdd-{secrets.token_hex(6)}.tmp"
         try:
