@@ -6,6 +6,7 @@ from collections import Counter
 
 import typer
 
+from pdd_plan.cli.bounds import time_limit_option
 from pdd_plan.cli.output import Format, console, print_json, table
 from pdd_plan.loaders.engine_profile import profile_line
 from pdd_plan.report.md_format import ARCH_NAMES
@@ -20,7 +21,7 @@ def _gpus(plan: dict) -> str:
 
 def compare(
     scenario: str = typer.Argument(None, help="a scenario file or shipped name"),
-    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    time_limit: float = time_limit_option(),
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from pdd_plan.cli.bounds import MAX_BATCH, MAX_GPUS_PER_INSTANCE, MAX_TOKENS, bounded
 from pdd_plan.cli.output import Format, console, print_json, table
 from pdd_plan.errors import InputError, Problem
 from pdd_plan.loaders.catalog import Catalog
@@ -21,9 +22,8 @@ def _check(problems: list[Problem], option: str, value, ok: bool, expected: str,
         problems.append(Problem("command line", option, repr(value), expected, hint))
 
 
-def _validate(
-    catalog: Catalog, gpu, gpus, isl, osl, batch, weight_dtype, kv_dtype, parallelism
-) -> None:
+def _validate(catalog: Catalog, gpu, weight_dtype, kv_dtype, parallelism) -> None:
+    """The ids and names (the numbers are checked by their options' bounds)."""
     problems: list[Problem] = []
     known_gpus = list(catalog.gpus)
     _check(
@@ -34,9 +34,6 @@ def _validate(
         "a GPU id of the catalog",
         did_you_mean(gpu, known_gpus) or "see `pdd-plan catalog list`",
     )
-    for option, value in (("--gpus-per-instance", gpus), ("--isl", isl), ("--batch", batch)):
-        _check(problems, option, value, value >= 1, "an integer >= 1")
-    _check(problems, "--osl", osl, osl >= 1, "an integer >= 1")
     dtypes = ", ".join(DTYPE_BYTES)
     for option, value in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)):
         ok = value is None or value in DTYPE_BYTES
@@ -85,10 +82,14 @@ def estimate_data(inst: Instance, isl: int, osl: int, batch: int) -> dict:
 def estimate(
     model: str = typer.Option(..., "--model", help="a model id of the catalog"),
     gpu: str = typer.Option(..., "--gpu", help="a GPU id of the catalog"),
-    gpus_per_instance: int = typer.Option(1, "--gpus-per-instance", help="TP/EP degree"),
-    isl: int = typer.Option(..., "--isl", help="input tokens of one request"),
-    osl: int = typer.Option(..., "--osl", help="output tokens of one request"),
-    batch: int = typer.Option(1, "--batch", help="running requests in a decode step"),
+    gpus_per_instance: int = bounded(
+        1, "--gpus-per-instance", low=1, high=MAX_GPUS_PER_INSTANCE, help="TP/EP degree"
+    ),
+    isl: int = bounded(..., "--isl", low=1, high=MAX_TOKENS, help="input tokens of one request"),
+    osl: int = bounded(..., "--osl", low=1, high=MAX_TOKENS, help="output tokens of one request"),
+    batch: int = bounded(
+        1, "--batch", low=1, high=MAX_BATCH, help="running requests in a decode step"
+    ),
     weight_dtype: str = typer.Option(
         None, "--weight-dtype", help="fp8, bf16, fp4 (default native)"
     ),
@@ -116,7 +117,7 @@ def estimate(
 
     profile = use_engine_profile(engine_profile) or IDENTITY
     catalog = Catalog()
-    _validate(catalog, gpu, gpus_per_instance, isl, osl, batch, weight_dtype, kv_dtype, parallelism)
+    _validate(catalog, gpu, weight_dtype, kv_dtype, parallelism)
     spec = catalog.model(model)
     if parallelism == "ep" and not spec.routed_expert_params():
         raise InputError.single(

@@ -8,6 +8,7 @@ from collections import defaultdict
 import typer
 from rich.text import Text
 
+from pdd_plan.cli.bounds import time_limit_option
 from pdd_plan.cli.output import Format, check_architecture, console, print_json, safe, table
 
 MAX_EXAMPLES = 3  # pruned candidates named per reason in the table
@@ -18,7 +19,7 @@ def explain(
     architecture: str = typer.Option(
         "pdd", "--architecture", help="pdd, cdc_pd, idc_pd or colocated"
     ),
-    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    time_limit: float = time_limit_option(),
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 import yaml
 
+from pdd_plan.cli.bounds import MAX_TOKENS, bounded
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
@@ -79,8 +80,8 @@ def show(
     model_id: str = typer.Argument(..., metavar="MODEL"),
     kv_dtype: str = typer.Option("bf16", "--kv-dtype", help="dtype of the KV cache"),
     weight_dtype: str = typer.Option(None, "--weight-dtype", help="override the native dtype"),
-    context: int = typer.Option(
-        65536, "--context", min=1, max=10_000_000, help="context for the FLOPs per token"
+    context: int = bounded(
+        65536, "--context", low=1, high=MAX_TOKENS, help="context for the FLOPs per token"
     ),
     format: Format = FORMAT,
 ) -> None:

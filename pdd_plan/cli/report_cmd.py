@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from pdd_plan.cli.bounds import jobs_option, time_limit_option
 from pdd_plan.cli.output import check_architecture, console, safe
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
@@ -36,8 +37,8 @@ def report(
     architecture: str = typer.Option(
         "pdd", "--architecture", help="pdd, cdc_pd, idc_pd or colocated"
     ),
-    jobs: int = typer.Option(None, "--jobs", min=1, help="worker processes (default: CPU count)"),
-    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    jobs: int = jobs_option(),
+    time_limit: float = time_limit_option(),
     hit_rates: str = typer.Option(
         None, "--hit-rates", help="mean hit rates of the bathtub plot (default 0.3,0.5,...,0.98)"
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from pdd_plan.cli.bounds import MAX_REQUESTS, MAX_SEED, MAX_WARMUP_FRAC, bounded
 from pdd_plan.cli.evaluate_cmd import _seconds
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
@@ -13,10 +14,18 @@ from pdd_plan.loaders.engine_profile import profile_line
 def simulate(
     scenario: str = typer.Argument(..., help="a scenario file or shipped name"),
     plan: str = typer.Argument(..., help="a plan file (YAML with the `plan` keys)"),
-    requests: int = typer.Option(20_000, "--requests", help="requests to simulate"),
-    seed: int = typer.Option(0, "--seed", help="random seed (same seed, same run)"),
-    warmup_frac: float = typer.Option(
-        0.1, "--warmup-frac", help="share of the first requests left out of the statistics"
+    requests: int = bounded(
+        20_000, "--requests", low=1, high=MAX_REQUESTS, help="requests to simulate"
+    ),
+    seed: int = bounded(
+        0, "--seed", low=0, high=MAX_SEED, help="random seed (same seed, same run)"
+    ),
+    warmup_frac: float = bounded(
+        0.1,
+        "--warmup-frac",
+        low=0.0,
+        high=MAX_WARMUP_FRAC,
+        help="share of the first requests left out of the statistics",
     ),
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"

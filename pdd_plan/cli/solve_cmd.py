@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan import __version__
+from pdd_plan.cli.bounds import time_limit_option
 from pdd_plan.cli.evaluate_cmd import print_result
 from pdd_plan.cli.output import Format, check_architecture, console, print_json
 from pdd_plan.cli.output_paths import check_outputs
@@ -43,7 +44,7 @@ def solve(
     architecture: str = typer.Option(
         "pdd", "--architecture", help="pdd, cdc_pd, idc_pd or colocated"
     ),
-    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    time_limit: float = time_limit_option(),
     dump_lp: str = typer.Option(None, "--dump-lp", help="write the winning MILP as an LP file"),
     bom: str = typer.Option(None, "--bom", help="write the bill of materials as CSV"),
     report: str = typer.Option(

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan import __version__
+from pdd_plan.cli.bounds import jobs_option, time_limit_option
 from pdd_plan.cli.output import Format, check_architecture, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.report.files import write_folder
@@ -131,8 +132,8 @@ def sweep(
     plan: str = typer.Option(
         None, "--plan", help="evaluate this plan file at every point instead of solving"
     ),
-    jobs: int = typer.Option(None, "--jobs", min=1, help="worker processes (default: CPU count)"),
-    time_limit: float = typer.Option(30.0, "--time-limit", min=0.1, help="seconds per MILP"),
+    jobs: int = jobs_option(),
+    time_limit: float = time_limit_option(),
     out: str = typer.Option(
         None, "--out", help="write sweep.csv, sweep.json, run.json and the plots"
     ),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from pdd_plan.cli.bounds import MAX_BLOCK_TOKENS, MAX_CACHE_TOKENS, bounded, check_range
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
@@ -36,7 +37,9 @@ def parse_capacity(text: str, option: str) -> int | None:
             repr(text),
             "a capacity like 1000000, 64k, 2M or unlimited (comma-separated for several)",
         )
-    return int(float(match.group(1)) * _SUFFIX.get(match.group(2), 1))
+    capacity = float(match.group(1)) * _SUFFIX.get(match.group(2), 1)
+    check_range(option, capacity, 0, MAX_CACHE_TOKENS, found=repr(text))  # inf: never int()
+    return int(capacity)
 
 
 def _to_blocks(capacity: int | None, unit: str, block_tokens: int) -> int | None:
@@ -214,7 +217,9 @@ def _print(result: dict) -> None:
 def analyze(
     file: str = typer.Argument(..., help="a Mooncake JSONL or Azure CSV trace"),
     format_in: str = typer.Option("auto", "--format-in", help="auto, mooncake or azure"),
-    block_tokens: int = typer.Option(512, "--block-tokens", help="tokens per hash_ids block"),
+    block_tokens: int = bounded(
+        512, "--block-tokens", low=1, high=MAX_BLOCK_TOKENS, help="tokens per hash_ids block"
+    ),
     cache_capacity: str = typer.Option(
         "unlimited",
         "--cache-capacity",
