@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from pdd_plan.loaders.engine_profile import profile_line
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.report.bom import HOURS_PER_YEAR, bom_rows
 from pdd_plan.report.markdown_analysis import (
@@ -372,6 +373,8 @@ def render_report(s: Scenario, data: dict) -> str:
         "of `pdd-plan solve --format json` and `pdd-plan compare`; prices are rental and "
         "lease prices in US dollars.",
     ]
+    profile = result["solver"].get("engine_profile")
+    head += ["", md_text(profile_line(profile) + ".")] if profile else []
     bodies = (
         _summary(s, data),
         _scenario(s, data),

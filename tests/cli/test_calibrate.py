@@ -288,3 +288,13 @@ def test_sweep_option_reaches_the_worker_processes(run_cli, tmp_path):
 
     plain, slow = tpot_p50(), tpot_p50("--engine-profile", "slow.yaml")
     assert all(b >= a + 0.010 - 1e-9 for a, b in zip(plain, slow, strict=True))
+
+
+def test_sizing_report_names_the_profile(run_cli, tmp_path):
+    # a profile that barely moves the steps (0.1 ms), so the solve stays quick
+    (tmp_path / "mild.yaml").write_text(SLOW.replace("0.01", "0.0001"))
+    result = run_cli("solve", "default", "--report", "r.md", "--engine-profile", "mild.yaml")
+    assert result.returncode == 0, result.stderr
+    assert "engine profile: slow_steps" in result.stdout
+    text = (tmp_path / "r.md").read_text()
+    assert "engine profile: slow\\_steps" in text or "engine profile: slow_steps" in text
