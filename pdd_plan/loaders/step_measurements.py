@@ -15,9 +15,9 @@ Two CSV formats (plain or gzip-compressed), told apart by the header:
   and sizes; the command line's values where absent). Rows of different configurations
   become separate groups.
 
-The first `skip_rows` rows of each file are dropped (cold-start iterations of an engine
-that was not warmed up take seconds). A malformed file is one line naming file, line and
-column (exit 2).
+The first `skip_rows` rows of each file (of each configuration in a plain file) are
+dropped (cold-start iterations of an engine that was not warmed up take seconds). A
+malformed file is one line naming file, line and column (exit 2).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _rows(name: str, text: str) -> tuple[str, list[tuple[int, dict]]]:
 
 
 def _fpm_arrays(name: str, rows) -> dict:
-    out = {k: [] for k in ("decode", "context", "prompts", "new", "cached", "latency")}
+    out = {k: [] for k in ("decode", "context", "prompts", "new", "cached", "latency", "line")}
     for line, r in rows:
 
         def num(column, line=line, r=r):
@@ -173,11 +173,12 @@ def _fpm_arrays(name: str, rows) -> dict:
         out["new"].append(num("ctx_tokens"))
         out["cached"].append(num("ctx_kv_tokens"))
         out["latency"].append(num("latency_ms") / 1e3)
+        out["line"].append(line)
     return out
 
 
 def _plain_arrays(name: str, rows) -> dict:
-    out = {k: [] for k in ("decode", "context", "prompts", "new", "cached", "latency")}
+    out = {k: [] for k in ("decode", "context", "prompts", "new", "cached", "latency", "line")}
     columns = dict(
         decode="decode_batch",
         context="decode_context_tokens",
@@ -189,11 +190,12 @@ def _plain_arrays(name: str, rows) -> dict:
         for key, column in columns.items():
             out[key].append(_number(name, line, column, r[column]))
         out["latency"].append(_number(name, line, "latency_ms", r["latency_ms"]) / 1e3)
+        out["line"].append(line)
     return out
 
 
 def _samples(label: str, config: Config, arrays: dict, skip_rows: int) -> StepSamples:
-    a = {k: np.asarray(v[skip_rows:], dtype=float) for k, v in arrays.items()}
+    a = {k: np.asarray(v[skip_rows:], dtype=float) for k, v in arrays.items() if k != "line"}
     return StepSamples(
         label, config.model, config.gpu, config.tp, config.ep, config.dp, config.kv_dtype,
         a["decode"], a["context"], a["prompts"], a["new"], a["cached"], a["latency"],
@@ -207,7 +209,7 @@ def _check_rows(name: str, arrays: dict, skip_rows: int) -> None:
             name, "", f"{len(arrays['latency'])} rows", f"more than the {skip_rows} warm-up rows"
         )
     if np.any(latency <= 0):
-        line = int(np.argmax(latency <= 0)) + skip_rows + 2
+        line = arrays["line"][skip_rows + int(np.argmax(latency <= 0))]
         raise InputError.single(name, f"line {line}, column latency_ms", "0", "a time > 0")
 
 

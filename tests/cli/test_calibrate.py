@@ -298,3 +298,14 @@ def test_sizing_report_names_the_profile(run_cli, tmp_path):
     assert "engine profile: slow_steps" in result.stdout
     text = (tmp_path / "r.md").read_text()
     assert "engine profile: slow\\_steps" in text or "engine profile: slow_steps" in text
+
+
+def test_zero_time_in_a_plain_file_names_its_line(run_cli, tmp_path):
+    head = "model,gpu,tp,new_tokens,cached_tokens,prompts,decode_batch,decode_context_tokens,"
+    rows = [f"qwen3_32b,b300,{1 + i % 2},0,0,0,4,1000,{5 + i}" for i in range(12)]
+    rows[8] = "qwen3_32b,b300,1,0,0,0,4,1000,0"  # line 10 of the file, second rows of TP1
+    (tmp_path / "p.csv").write_text(head + "latency_ms\n" + "\n".join(rows) + "\n")
+    result = run_cli("calibrate", "steps", "p.csv", "-o", "out.yaml")
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert "line 10, column latency_ms" in lines[0]
