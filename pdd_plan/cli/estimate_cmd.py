@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from pdd_plan.cli.bounds import MAX_BATCH, MAX_GPUS_PER_INSTANCE, MAX_TOKENS, bounded
+from pdd_plan.cli.bounds import MAX_BATCH, MAX_GPUS_PER_INSTANCE, MAX_SEED, MAX_TOKENS, bounded
+from pdd_plan.cli.estimate_serving import (
+    MAX_RATE_PER_S,
+    MAX_SERVING_REQUESTS,
+    print_serving,
+    serving_data,
+    serving_load,
+)
 from pdd_plan.cli.output import Format, console, print_json, table
 from pdd_plan.errors import InputError, Problem
 from pdd_plan.loaders.catalog import Catalog
@@ -103,10 +110,33 @@ def estimate(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    concurrency: int | None = bounded(
+        None, "--concurrency", low=1, high=MAX_BATCH,
+        help="also serve a closed-loop benchmark of N clients (TTFT/TPOT percentiles)",
+    ),
+    rate: float | None = bounded(
+        None, "--rate", low=1e-6, high=MAX_RATE_PER_S, unit="req/s",
+        help="also serve an open-loop benchmark of Poisson arrivals at R req/s",
+    ),
+    requests: int | None = bounded(
+        None, "--requests", low=1, high=MAX_SERVING_REQUESTS,
+        help="requests of that benchmark (default 10 x N, at least 100; 1,000 with --rate)",
+    ),
+    seed: int = bounded(0, "--seed", low=0, high=MAX_SEED, help="seed of --rate's arrivals"),
+    max_batched_tokens: int = bounded(
+        8192, "--max-batched-tokens", low=1, high=MAX_TOKENS,
+        help="the engine's token budget per iteration (chunked prefill)",
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
-) -> None:
+) -> None:  # fmt: skip
     """One instance's prefill time, decode step (TPOT) and max batch, with the roofline
     breakdown: compute vs memory vs communication vs fixed overhead.
+
+    With --concurrency N (or --rate R) the instance also serves a benchmark the way
+    `vllm bench serve` runs one: N clients each sending its next request when the last
+    finishes (or Poisson arrivals), every request ISL -> OSL tokens, chunked prefill mixed
+    into decode iterations up to --max-batched-tokens (vLLM's scheduler): TTFT and TPOT
+    percentiles, request and output-token throughput, the mean decode batch.
 
     Prefill is one request of ISL tokens alone; the decode step runs BATCH requests at a
     mean context of ISL + OSL/2; the max batch is what fits HBM at ISL + OSL tokens each.
@@ -136,11 +166,16 @@ def estimate(
         parallelism=parallelism,
         engine_profile=profile,
     )
+    load = serving_load(isl, osl, concurrency, rate, requests, seed, max_batched_tokens)
     data = estimate_data(inst, isl, osl, batch)
+    if load is not None:
+        data["serving"] = serving_data(inst, load)
     if format is Format.json:
         print_json(data)
         return
     _print_table(data)
+    if load is not None:
+        print_serving(data["serving"])
 
 
 def _print_table(d: dict) -> None:

@@ -409,6 +409,17 @@ class Instance:
         step = self._step(batch, context_tokens, handed_tokens, context_tokens)
         return as_output(step["total_s"])
 
+    def mixed_step_breakdown(self, batch, context_tokens, new_tokens, cached_tokens, prompts):
+        """The parts of one chunked-prefill iteration (arrays, as `_step`): `batch` decode
+        requests at a mean context of `context_tokens` plus `prompts` chunks of
+        `new_tokens` after `cached_tokens` each (sim/aggregated.py)."""
+        return self._step(batch, context_tokens, new_tokens, cached_tokens, prompts)
+
+    def mixed_step_s(self, batch, context_tokens, new_tokens, cached_tokens, prompts=1):
+        """Time of one chunked-prefill iteration (`mixed_step_breakdown`)."""
+        step = self._step(batch, context_tokens, new_tokens, cached_tokens, prompts)
+        return as_output(step["total_s"])
+
     def prefill_breakdown(self, new_tokens: int, cached_tokens: int = 0, prompts: int = 1) -> dict:
         return self._breakdown(self._step(0.0, 0, new_tokens, cached_tokens, prompts))
 
