@@ -10,6 +10,7 @@ from pdd_plan.loaders.catalog import Catalog, data_dir
 from pdd_plan.loaders.distributions import distribution
 from pdd_plan.loaders.engine_profile import scenario_profile
 from pdd_plan.loaders.input_files import path_exists
+from pdd_plan.loaders.scenario_lists import offer, refuse_repeats, wan_links
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
@@ -49,43 +50,6 @@ def resolve_scenario_path(name_or_path: str | None) -> Path:
 
 
 # ---- sections -----------------------------------------------------------------------------
-def _refuse_repeats(pairs, what: str) -> None:
-    """Fail each (node, value) whose value an earlier one already has: the planner names
-    its variables and constraints after these values, and a repeat is never a second
-    offer but a copy-paste slip (which of two prices would hold?)."""
-    first: dict = {}
-    for node, value in pairs:
-        if value is None:
-            continue
-        if value in first:
-            node.fail(f"{what} not listed already (it is at {first[value]})")
-        else:
-            first[value] = node.path
-
-
-def _offer(g: Node, catalog: Catalog) -> tuple[Node, str | None, sc.GpuOffer | None]:
-    """One `gpus` entry: its `gpu` node and id (to check repeats) and the offer, if valid."""
-    o = g.mapping(
-        required=("gpu",),
-        optional=("price_usd_per_gpu_hour", "max_gpus", "gpus_per_instance"),
-    )
-    if o is None:
-        return g, None, None
-    gpu_id = o["gpu"].reference(catalog.gpus, "GPU")
-    price = o["price_usd_per_gpu_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e4)
-    max_gpus = o["max_gpus"].integer(minimum=0, maximum=10_000_000)
-    shapes: tuple = ()
-    if not o["gpus_per_instance"].is_missing:
-        items = o["gpus_per_instance"].items(min_items=1) or []
-        shapes = tuple(s.integer(required=True, minimum=1, maximum=4096) for s in items)
-        _refuse_repeats(zip(items, shapes, strict=True), "an instance shape")
-    if gpu_id is None or None in shapes or len(set(shapes)) < len(shapes):
-        return o["gpu"], gpu_id, None
-    if price is None:
-        price = catalog.gpus[gpu_id].rental_usd_per_gpu_hour
-    return o["gpu"], gpu_id, sc.GpuOffer(gpu_id, price, max_gpus, shapes)
-
-
 def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set[str]]:
     """The valid datacenters, and every well-formed id (valid datacenter or not)."""
     out, seen = [], set()
@@ -102,13 +66,13 @@ def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set
         seen.add(dc_id)
         role_nodes = f["roles"].items(min_items=1) or []
         roles = [r.choice(sc.ROLES, required=True) for r in role_nodes]
-        _refuse_repeats(zip(role_nodes, roles, strict=True), "a role")
-        parsed = [_offer(g, catalog) for g in f["gpus"].items(min_items=1) or []]
-        _refuse_repeats(((gpu_node, gpu) for gpu_node, gpu, _ in parsed), "a GPU")
+        refuse_repeats(zip(role_nodes, roles, strict=True), "a role")
+        parsed = [offer(g, catalog) for g in f["gpus"].items(min_items=1) or []]
+        refuse_repeats(((gpu_node, gpu) for gpu_node, gpu, _ in parsed), "a GPU")
         offers = [o for _, _, o in parsed if o is not None]
         power_kw = f["power_budget_kw"].number(minimum=0, exclusive_minimum=True, maximum=1e7)
         budget = f["budget_usd_per_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
-        f["name"].string()
+        name = f["name"].string(default="")
         if dc_id and None not in roles:
             out.append(
                 sc.Datacenter(
@@ -117,6 +81,7 @@ def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set
                     tuple(offers),
                     None if power_kw is None else power_kw * 1e3,
                     budget,
+                    name or "",
                 )
             )
     return out, seen - {None}
@@ -142,7 +107,7 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None
     if not f["tiers"].is_missing:
         tier_nodes = f["tiers"].items(1) or []
         tiers = tuple(t.reference(catalog.lines, "line tier") for t in tier_nodes)
-        _refuse_repeats(zip(tier_nodes, tiers, strict=True), "a line tier")
+        refuse_repeats(zip(tier_nodes, tiers, strict=True), "a line tier")
     prices = {}
     p = f["tier_prices_usd_per_month"]
     if not p.is_missing and p.value is not None:
@@ -151,46 +116,15 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None
             price = child.number(required=True, minimum=0, maximum=1e9)
             if price is not None:
                 prices[key] = price
-    links = _links(f["links"], dc_ids)
+    links = wan_links(f["links"], dc_ids)
     per_conn = f["per_connection_gbit_per_s"].number(
         default=1.0, minimum=0, exclusive_minimum=True, maximum=1e4
     )
     pool = f["connection_pool_size"].integer(default=64, minimum=1, maximum=1_000_000)
-    max_lines = f["max_lines"].integer(default=16, minimum=0, maximum=10_000)
+    max_lines = f["max_lines"].integer(default=16, minimum=0, maximum=sc.MAX_LINES)
     if rtt_ms is None or None in tiers:
         return None
     return sc.Wan(rtt_ms * MS_S, tiers, prices, per_conn * GBIT_BITS, pool, max_lines, links)
-
-
-def _links(node: Node, dc_ids: set[str] | None) -> dict[tuple[str, str], float]:
-    """Per-pair RTTs: one entry per pair of two different datacenters (either order)."""
-    links: dict[tuple[str, str], float] = {}
-    first: dict[frozenset, str] = {}
-    for link in node.items() if not node.is_missing else []:
-        g = link.mapping(required=("between", "rtt_ms"))
-        if g is None:
-            continue
-        ends = [
-            e.reference(dc_ids, "datacenter") if dc_ids is not None else e.identifier()
-            for e in g["between"].items(2) or []
-        ]
-        rtt = g["rtt_ms"].number(required=True, minimum=0, maximum=10_000)
-        if len(ends) != 2:
-            g["between"].fail("a list of two datacenter ids")
-        elif None not in ends and ends[0] == ends[1]:
-            where = g["between"]
-            where.problems.add(where.path, f"{ends[0]} at both ends", "two different datacenters")
-        elif frozenset(ends) in first:  # twice, even with the same figure: a slip
-            g["between"].problems.add(
-                g["between"].path,
-                f"the pair {ends[0]}, {ends[1]} again",
-                f"one entry per datacenter pair (the first is {first[frozenset(ends)]})",
-            )
-        elif None not in ends:
-            first[frozenset(ends)] = g["between"].path
-            if rtt is not None:
-                links[(ends[0], ends[1])] = rtt * MS_S
-    return links
 
 
 def _workload(node: Node) -> sc.Workload | None:
@@ -206,6 +140,10 @@ def _workload(node: Node) -> sc.Workload | None:
     cv2 = f["burstiness_cv2"].number(default=1.0, minimum=0, maximum=1e3)
     inputs = distribution(f["input_tokens"], 1, MAX_TOKENS, integer=True)
     outputs = distribution(f["output_tokens"], 1, MAX_TOKENS, integer=True)
+    if outputs is not None and outputs.discretise(1000)[0].max() < 2:
+        # one output token is the prefill's own: no decode step, no TPOT to plan for
+        f["output_tokens"].fail("output lengths that reach 2 tokens (1 token has no TPOT)")
+        outputs = None
     hits = distribution(f["prefix_hit_rate"], 0.0, 1.0)
     alternatives = {}
     alt = f["prefix_hit_rate_alternatives"]
@@ -327,13 +265,25 @@ def _policy(node: Node) -> sc.Policy:
 def _costs(node: Node) -> sc.Costs:
     if node.is_missing:
         return sc.Costs()
-    f = node.mapping(optional=("include_power", "power_usd_per_kwh", "pue"))
+    f = node.mapping(
+        optional=(
+            "include_power",
+            "power_usd_per_kwh",
+            "pue",
+            "amortization_years",
+            "charge_whole_nodes",
+        )
+    )
     if f is None:
         return sc.Costs()
     return sc.Costs(
         f["include_power"].boolean(default=False),
         f["power_usd_per_kwh"].number(default=0.10, minimum=0, maximum=100),
         f["pue"].number(default=1.3, minimum=1.0, maximum=5.0),
+        f["amortization_years"].number(
+            default=sc.Costs.amortization_years, minimum=0, exclusive_minimum=True, maximum=30
+        ),
+        f["charge_whole_nodes"].boolean(default=False),
     )
 
 
@@ -381,7 +331,7 @@ def _architectures(
         return possible
     items = node.items(1) or []
     chosen = tuple(a.choice(sc.ARCHITECTURES, required=True) for a in items)
-    _refuse_repeats(zip(items, chosen, strict=True), "an architecture")
+    refuse_repeats(zip(items, chosen, strict=True), "an architecture")
     for item, arch in zip(items, chosen, strict=False):
         if arch and arch not in possible and roles_known:
             missing = sorted(set(ARCHITECTURE_ROLES[arch]) - roles)

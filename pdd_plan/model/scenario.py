@@ -18,6 +18,10 @@ HANDOFF_MODES = ("catch_up", "one_shot", "auto")
 MIN_ARRIVAL_RATE_PER_S = 1e-6  # one request in 11.6 days is not a serving workload
 MIN_UTILIZATION_CAP_FRAC = 0.05  # a pool planned to sit 95 % idle is not a sizing
 MIN_KV_BYTES_PER_TOKEN = 1.0  # no engine keeps a token of context in under a byte
+# And a ceiling: 64 lines of the largest tier carry 25.6 Tbit/s, far past any KV stream,
+# while the planner's walk over line mixes grows as lines^2 x tiers (10,000 lines ran for
+# minutes whatever --time-limit said).
+MAX_LINES = 64
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class Datacenter:
     gpus: tuple[GpuOffer, ...]
     power_budget_w: float | None = None
     budget_usd_per_hour: float | None = None
+    name: str = ""  # the scenario's free-text name or location of the site (for the BOM)
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,10 @@ class Costs:
     include_power: bool = False
     power_usd_per_kwh: float = 0.10
     pue: float = 1.3
+    # the term over which the BOM spreads a purchase price (4 years: between the 3-year
+    # refresh of GPU generations and the 5-6 years servers are depreciated over)
+    amortization_years: float = 4.0
+    charge_whole_nodes: bool = False  # charge the idle GPUs of a partly used rented node
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,26 @@ CASES = [
         ("two different datacenters",),
     ),
     (
+        "max_lines_10000",  # the walk over line mixes ran for minutes past --time-limit
+        lambda d: d["wan"].__setitem__("max_lines", 10_000),
+        "wan.max_lines",
+        ("<= 64",),
+    ),
+    (
+        "output_one_token",  # no decode step, no TPOT: solve crashed on an empty array
+        lambda d: d["workload"].__setitem__("output_tokens", {"kind": "fixed", "value": 1}),
+        "workload.output_tokens",
+        ("reach 2 tokens",),
+    ),
+    (
+        "output_below_two",
+        lambda d: d["workload"].__setitem__(
+            "output_tokens", {"kind": "bins", "bins": [{"low": 1, "high": 2, "share": 1.0}]}
+        ),
+        "workload.output_tokens",
+        ("reach 2 tokens",),
+    ),
+    (
         "tier_twice",
         lambda d: d["wan"].__setitem__("tiers", ["wave_10g", "wave_10g"]),
         "wan.tiers[1]",
@@ -188,9 +208,12 @@ def test_the_floors_themselves_are_taken(tmp_path):
         d["engine"] = {"decode_kv_bytes_per_token": 1, "decode_kv_source": "test"}
         d["datacenters"][0]["gpus"][0]["gpus_per_instance"] = [8, 16, 24]
         d["wan"]["links"] = [{"between": ["dc_a", "dc_b"], "rtt_ms": 5}]
+        d["wan"]["max_lines"] = 64
+        d["workload"]["output_tokens"] = {"kind": "fixed", "value": 2}
 
     s = load_scenario(_scenario(tmp_path, edit))
     assert s.workload.arrival_rate_per_s == 1e-6
     assert s.policy.utilization_cap_frac == 0.05
     assert s.datacenters[0].gpus[0].gpus_per_instance == (8, 16, 24)
     assert s.wan.rtt_between("dc_b", "dc_a") == pytest.approx(0.005)
+    assert s.wan.max_lines == 64 and s.workload.output_tokens.mean() == 2
