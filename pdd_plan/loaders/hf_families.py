@@ -9,6 +9,7 @@ from __future__ import annotations
 from pdd_plan.loaders.hf_layers import (
     LAYERS_KEY,
     at_most,
+    layer_numbers,
     per_layer,
     positive_or_absent,
     sliding_layers,
@@ -167,7 +168,7 @@ def _map_qwen_hybrid(c: Config) -> dict:
     ssm_dtype = c.opt("mamba_ssm_dtype", kind=str)
     state_dtype = {"float32": "fp32", "bfloat16": "bf16"}.get(ssm_dtype, "fp32")
     shared = c.opt("shared_expert_intermediate_size", 0)
-    dense_layers = set(c.opt("mlp_only_layers", [], kind=Ints))
+    dense_layers = layer_numbers(c, "mlp_only_layers", n)
     c.opt("decoder_sparse_step")
     layers = [(t, "dense" if i in dense_layers else "moe") for i, t in enumerate(per or [])]
     ffns = {"moe": _moe(c, "num_experts", "num_experts_per_tok", shared)}
@@ -184,11 +185,11 @@ def _map_qwen_hybrid(c: Config) -> dict:
 def _map_kimi_linear(c: Config) -> dict:
     n = c.req("num_hidden_layers", maximum=MAX_LAYERS)
     lin = Config(c.req("linear_attn_config", dict), c.file, c.prefix + "linear_attn_config.")
-    full = set(lin.opt("full_attn_layers", kind=Ints) or [])  # 1-based layer numbers
+    full = layer_numbers(lin, "full_attn_layers", n, first=1)
     heads, head_dim = lin.opt("num_heads", kind=int), lin.opt("head_dim", kind=int)
     conv_kernel = lin.opt("short_conv_kernel_size", 0)
     c.wrong += lin.wrong
-    if not (full and heads and head_dim):
+    if not (full and heads and head_dim) and not lin.wrong:  # a wrong one is named already
         c.missing.append("linear_attn_config.{full_attn_layers,num_heads,head_dim}")
     kda = {
         "kind": "linear",
@@ -305,7 +306,7 @@ def map_generic_gqa(c: Config) -> dict:
         )
         ffns["moe"] = _moe(c, experts_key, "num_experts_per_tok", shared, inter_key)
         first_dense = c.opt("first_k_dense_replace", 0)
-        dense_layers = set(c.opt("mlp_only_layers", [], kind=Ints)) | set(range(first_dense))
+        dense_layers = layer_numbers(c, "mlp_only_layers", n) | set(range(first_dense))
         per_layer_ffn = ["dense" if i in dense_layers else "moe" for i in range(n)]
         c.opt("decoder_sparse_step")
     if "dense" in per_layer_ffn:

@@ -9,7 +9,7 @@ used to give a model of that many layers, a long one slipped past the layer cap.
 from __future__ import annotations
 
 from pdd_plan.errors import Problem
-from pdd_plan.loaders.hf_reader import Config
+from pdd_plan.loaders.hf_reader import Config, Ints
 from pdd_plan.loaders.strict import describe
 
 LAYERS_KEY = "num_hidden_layers"
@@ -91,3 +91,15 @@ def sliding_layers(c: Config, n_layers: int) -> list[bool] | None:
     if any(types) and not window:
         c.req("sliding_window")  # sliding layers need their window: reported missing or 0
     return types if any(types) else None
+
+
+def layer_numbers(c: Config, key: str, n_layers: int, *, first: int = 0) -> set[int]:
+    """A list of layer numbers (`mlp_only_layers` counts from 0, Kimi's
+    `full_attn_layers` from 1): one outside the model was silently ignored."""
+    numbers = c.opt(key, [], kind=Ints) or []
+    last = n_layers - 1 + first
+    outside = next((v for v in numbers if not first <= v <= last), None)
+    if outside is not None and n_layers:
+        _wrong(c, key, f"layer {outside}", f"layer numbers from {first} to {last:,}")
+        return set()
+    return set(numbers)

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from pdd_plan.errors import InputError
 from pdd_plan.loaders.hf_config import import_hf_config
 from pdd_plan.loaders.model_file import model_from_dict
 from tests.hardening.conftest import assert_one_error_line
@@ -107,6 +108,12 @@ CASES = [
         ("found 9", "to 8 (the config's num_attention_heads)"),
     ),
     (
+        "mlp_only_layer_outside",  # counted from 0: layer 4 of 4 layers was ignored
+        _with(QWEN3_MOE, mlp_only_layers=[4]),
+        "mlp_only_layers",
+        ("found layer 4", "from 0 to 3"),
+    ),
+    (
         "llama_sliding_layers_without_window",
         _with(LLAMA, layer_types=["sliding_attention", "full_attention"] * 2),
         "sliding_window",
@@ -177,3 +184,28 @@ def test_sliding_window_without_layer_types_slides_every_layer_from_max_window_l
 def test_a_plain_llama_imports_as_before():
     model = model_from_dict(import_hf_config(LLAMA, "c", "m", "M", "test"), "c")
     assert model.kv_bytes(100) == pytest.approx(_kv_per_layer_token_bytes(LLAMA) * 4 * 100)
+
+
+def test_kimi_full_attention_layer_outside_the_model_is_named():
+    """Kimi counts its full-attention layers from 1: layer 5 of 4 was silently dropped."""
+    config = _with(
+        LLAMA,
+        model_type="kimi_linear",
+        linear_attn_config={"full_attn_layers": [2, 5], "num_heads": 8, "head_dim": 128},
+        kv_lora_rank=512,
+        qk_rope_head_dim=64,
+        qk_nope_head_dim=128,
+        v_head_dim=128,
+        moe_intermediate_size=512,
+        num_experts=16,
+        num_experts_per_token=4,
+    )
+    import_hf_config(dict(config, linear_attn_config={**config["linear_attn_config"],
+                     "full_attn_layers": [2, 4]}), "c", "m", "M", "t")  # fmt: skip
+    with pytest.raises(InputError) as raised:
+        import_hf_config(config, "config.json", "m", "M", "test")
+    lines = str(raised.value).splitlines()
+    assert lines == [
+        "config.json: linear_attn_config.full_attn_layers: found layer 5; "
+        "expected layer numbers from 1 to 4"
+    ], lines
