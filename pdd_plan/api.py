@@ -73,15 +73,84 @@ def _name_profile(out: dict, s: Scenario, deployment) -> None:
 
 def solve_scenario(
     scenario: str | Path | None = None,
-    architecture: str = "pdd",
+    architecture: str | None = None,
     catalog: Catalog | None = None,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
 ) -> tuple[dict, SolveFiles]:
-    """`pdd-plan solve`: the design.md §7 JSON of the best verified plan, and its files."""
+    """`pdd-plan solve`: the design.md §7 JSON of the best verified plan, and its files.
+    `architecture` None: every architecture the scenario allows is solved and the best
+    by the objective wins (`architecture_choice` says which, over what and why)."""
     catalog = catalog or Catalog()
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
-    return solve_loaded(s, architecture, catalog, resolution, time_limit_s)
+    if architecture is not None:
+        return solve_loaded(s, architecture, catalog, resolution, time_limit_s)
+    return solve_choosing(s, catalog, resolution, time_limit_s)
+
+
+def solve_choosing(
+    s: Scenario,
+    catalog: Catalog,
+    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
+    time_limit_s: float = 30.0,
+) -> tuple[dict, SolveFiles]:
+    """The winner's result and files, with `architecture_choice`; when no architecture
+    has a plan, an infeasible result whose `architecture_choice.candidates` say why each
+    failed (the CLI names the shortfall)."""
+    from pdd_plan import choose
+
+    solved = solve_each(s, s.architectures, catalog, resolution, time_limit_s)
+    results = [r for r, _ in solved]
+    ranked = choose.rank(s, results)
+    if not ranked:
+        out = {
+            "scenario": s.name,
+            "status": "infeasible",
+            "plan": None,
+            "metrics": None,
+            "architecture_choice": {
+                "winner": None,
+                "runner_up": None,
+                "objective": s.objective.kind,
+                "candidates": choose.candidates(s, results),
+            },
+        }
+        return out, SolveFiles("", "", scenario_json(s), tuple(results))
+    winner = ranked[0]
+    files = next(f for r, f in solved if r is winner)
+    out = {k: v for k, v in winner.items() if k != "architecture"}
+    out["architecture_choice"] = choose.choice(s, results, catalog)
+    return out, dataclasses.replace(files, solved_each=tuple(results))
+
+
+def solve_each(
+    s: Scenario,
+    architectures,
+    catalog: Catalog,
+    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
+    time_limit_s: float = 30.0,
+    known: dict[str, dict] | None = None,
+) -> list[tuple[dict, SolveFiles | None]]:
+    """Each architecture optimised alone (what `compare` shows and `solve` chooses from):
+    its result with `architecture` set, and its files (None where it has no plan or was
+    `known`). An architecture with no plan is an infeasible entry with the reason."""
+    from pdd_plan.choose import infeasible_entry
+
+    out = []
+    for arch in architectures:
+        if known and arch in known:
+            out.append(({**known[arch], "architecture": arch}, None))
+            continue
+        try:
+            result, files = solve_loaded(s, arch, catalog, resolution, time_limit_s)
+        except InfeasibleError as exc:
+            out.append((infeasible_entry(s, arch, exc), None))
+            continue
+        result["architecture"] = arch
+        if result["status"] == "infeasible":
+            result["reason"] = no_plan_reason(result)
+        out.append((result, files))
+    return out
 
 
 def solve_loaded(
@@ -146,6 +215,8 @@ class SolveFiles:
     lp_text: str
     bom_csv: str
     resolved_scenario: dict
+    # solve choosing the architecture: every architecture's result (the report's compare)
+    solved_each: tuple[dict, ...] = ()
 
 
 def compare_architectures(
@@ -163,25 +234,8 @@ def compare_architectures(
     catalog = catalog or Catalog()
     path = resolve_scenario_path(str(scenario) if scenario else None)
     s = load_scenario(path, catalog)
-    out = []
-    for arch in s.architectures:
-        if known and arch in known:
-            out.append({**known[arch], "architecture": arch})
-            continue
-        try:
-            result, _ = solve_loaded(s, arch, catalog, resolution, time_limit_s)
-        except InfeasibleError as exc:
-            result = {
-                "scenario": s.name,
-                "status": "infeasible",
-                "plan": None,
-                "metrics": None,
-                "architecture": arch,
-                "reason": str(exc),
-            }
-        result["architecture"] = arch
-        out.append(result)
-    return {"scenario": s.name, "architectures": out}
+    solved = solve_each(s, s.architectures, catalog, resolution, time_limit_s, known)
+    return {"scenario": s.name, "architectures": [r for r, _ in solved]}
 
 
 # --- the sizing report -----------------------------------------------------------------
@@ -252,28 +306,36 @@ def report_summary(s: Scenario, catalog: Catalog) -> dict:
 
 def sizing_report_data(
     scenario: str | Path | None = None,
-    architecture: str = "pdd",
+    architecture: str | None = None,
     catalog: Catalog | None = None,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
     solved: dict | None = None,
+    known: dict[str, dict] | None = None,
 ) -> tuple[Scenario, dict]:
     """Everything the sizing report shows, as plain dicts: the scenario summary, the
-    solve result (`solved` if given, else solved here), every architecture compared, the
-    sensitivity cases and the explanation."""
+    solve result (`solved` if given, else solved here; `architecture` None: chosen), every
+    architecture compared (`known`: results already computed, by architecture), the
+    sensitivity cases and the explanation (of the plan's architecture)."""
     catalog = catalog or Catalog()
     path = resolve_scenario_path(str(scenario) if scenario else None)
     s = load_scenario(path, catalog)
-    if solved is None:
+    known = dict(known or {})
+    if solved is None and architecture is None:
+        solved, files = solve_choosing(s, catalog, resolution, time_limit_s)
+        known.update((r["architecture"], r) for r in files.solved_each)
+    elif solved is None:
         solved, _ = solve_loaded(s, architecture, catalog, resolution, time_limit_s)
+    if solved.get("plan"):
+        architecture = solved["plan"]["architecture"]
+    architecture = architecture or s.architectures[0]
+    known[architecture] = {k: v for k, v in solved.items() if k != "architecture_choice"}
     data = {
         "version": __version__,
         "architecture": architecture,
         "summary": report_summary(s, catalog),
         "result": solved,
-        "compare": compare_architectures(
-            path, catalog, resolution, time_limit_s, known={architecture: solved}
-        ),
+        "compare": compare_architectures(path, catalog, resolution, time_limit_s, known=known),
         "sensitivity": {
             "hit_rate_rule": HIT_RATE_RULE,
             "cases": sensitivity(s, architecture, catalog, resolution, time_limit_s),
@@ -285,16 +347,19 @@ def sizing_report_data(
 
 def sizing_report(
     scenario: str | Path | None = None,
-    architecture: str = "pdd",
+    architecture: str | None = None,
     catalog: Catalog | None = None,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
     solved: dict | None = None,
+    known: dict[str, dict] | None = None,
 ) -> str:
     """`pdd-plan solve --report`: the sizing report as Markdown."""
     from pdd_plan.report.markdown import render_report
 
-    s, data = sizing_report_data(scenario, architecture, catalog, resolution, time_limit_s, solved)
+    s, data = sizing_report_data(
+        scenario, architecture, catalog, resolution, time_limit_s, solved, known
+    )
     return render_report(s, data)
 
 
@@ -323,26 +388,24 @@ def infeasibility_reason(
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
 ) -> str:
-    """Why `solve_scenario` found no plan (its `solved` result), as one line: the limit
-    that cannot be met and by how much (elastic re-solve), else the policies tried."""
-    from pdd_plan.plan.candidates import default_policy
-    from pdd_plan.plan.elastic import infeasible_message
-    from pdd_plan.plan.solve import Attempt
+    """Why `solve_scenario` found no plan (its `solved` result), as one line."""
+    args = (scenario, architecture, solved, None, catalog, resolution, time_limit_s)
+    return infeasible_answer(*args)["reason"]
+
+
+def infeasible_answer(
+    scenario: str | Path | None,
+    architecture: str | None,
+    solved: dict,
+    files: SolveFiles | None = None,
+    catalog: Catalog | None = None,
+    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
+    time_limit_s: float = 30.0,
+) -> dict:
+    """`solve`'s answer when there is no plan (infeasible.py): status, reason, shortfalls."""
+    from pdd_plan.infeasible import answer
 
     catalog = catalog or Catalog()
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
-    base = default_policy(s)
-    attempts = [
-        Attempt(
-            dataclasses.replace(
-                base, rld_hit_threshold=a["rld_hit_threshold"], handoff=a["handoff"]
-            ),
-            a["utilization_cap_frac"],
-            a["outcome"],
-        )
-        for a in solved["solver"]["policies_tried"]
-    ]
-    return infeasible_message(
-        s, catalog.model_for(s), catalog.gpus, catalog.lines, architecture, attempts,
-        resolution, time_limit_s,
-    )  # fmt: skip
+    each = files.solved_each if files is not None else ()
+    return answer(s, architecture, solved, each, catalog, resolution, time_limit_s)

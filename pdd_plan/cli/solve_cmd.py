@@ -39,10 +39,32 @@ def write_outputs(folder: Path, result: dict, files, report_md: str | None = Non
     write_folder(folder, contents)
 
 
+def _infeasible(scenario, architecture, result, files, time_limit, format) -> None:
+    """Why no plan: with `--format json` an answer on stdout too; always exit 3 with the
+    one line on stderr."""
+    from pdd_plan.api import infeasible_answer
+
+    answer = infeasible_answer(scenario, architecture, result, files, time_limit_s=time_limit)
+    if format is Format.json:
+        print_json(answer)
+    raise InfeasibleError(answer["reason"])
+
+
+def print_choice(result: dict) -> None:
+    """The recommendation first: which architecture, over which, by how much, and why."""
+    from pdd_plan.report.choice_text import recommendation
+
+    choice = result.get("architecture_choice")
+    if choice:
+        console.print(recommendation(choice), markup=False)
+
+
 def solve(
     scenario: str = typer.Argument(None, help="a scenario file or shipped name (default: default)"),
     architecture: str = typer.Option(
-        "pdd", "--architecture", help="pdd, cdc_pd, idc_pd or colocated"
+        None,
+        "--architecture",
+        help="force pdd, cdc_pd, idc_pd or colocated (default: the best the scenario allows)",
     ),
     time_limit: float = time_limit_option(),
     dump_lp: str = typer.Option(None, "--dump-lp", help="write the winning MILP as an LP file"),
@@ -64,24 +86,27 @@ def solve(
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.api import sizing_report, solve_scenario
 
-    check_architecture(architecture)
+    if architecture is not None:
+        check_architecture(architecture)
     outputs = {"--dump-lp": dump_lp, "--bom": bom, "--report": report}
     check_outputs([scenario], outputs, {"--out": out})
-    result, files = solve_scenario(scenario, architecture, time_limit_s=time_limit)
+    try:
+        result, files = solve_scenario(scenario, architecture, time_limit_s=time_limit)
+    except InfeasibleError as exc:  # refused before any search: the reason is its own
+        result, files = {"status": "infeasible", "error": exc}, None
     if result["status"] == "infeasible":  # the limit that cannot be met, by how much
-        from pdd_plan.api import infeasibility_reason
-
-        reason = infeasibility_reason(scenario, architecture, result, time_limit_s=time_limit)
-        raise InfeasibleError(reason)
+        _infeasible(scenario, architecture, result, files, time_limit, format)
     report_md = None
     if report or out:  # everything is computed before the first file is written
         if format is not Format.json:
             typer.echo(
-                "sizing report: solving the other architectures and the price and hit-rate "
-                "cases...",
+                "sizing report: solving the price and hit-rate cases and explaining...",
                 err=True,
             )
-        report_md = sizing_report(scenario, architecture, time_limit_s=time_limit, solved=result)
+        known = {r["architecture"]: r for r in files.solved_each}
+        report_md = sizing_report(
+            scenario, architecture, time_limit_s=time_limit, solved=result, known=known
+        )
     if dump_lp and files.lp_text:
         write_atomic(dump_lp, files.lp_text)
     if bom:
@@ -93,6 +118,7 @@ def solve(
     if format is Format.json:
         print_json(result)
         return
+    print_choice(result)
     print_result(result)
     s = result["solver"]
     console.print(

@@ -24,6 +24,7 @@ from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import request_classes
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.formulate import Formulation, formulate
+from pdd_plan.plan.shortfalls import shortfall_json, tried_summary
 from pdd_plan.units import GBIT_BITS
 
 # penalty per unit of relative violation (slack / the constraint's size): covering the
@@ -250,20 +251,27 @@ def infeasible_message(
     scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s=30.0
 ) -> str:
     """One line: the elastic re-solve's shortfall, or (when every MILP had a plan but each
-    missed the SLA) what was tried."""
+    missed the SLA) a summary of what was tried."""
+    return infeasible_answer(
+        scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s
+    )[0]
+
+
+def infeasible_answer(
+    scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s=30.0
+) -> tuple[str, list[dict]]:
+    """`infeasible_message`'s line and its shortfalls as data (`shortfall_json`)."""
     found = why_infeasible(
         scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s
     )
     if found:
         run = (model, gpus, tiers, architecture, resolution, time_limit_s)
-        return verified_needs(scenario, found, run).message(architecture)
-    tried = "; ".join(
-        f"threshold {a.policy.rld_hit_threshold:g} {a.policy.handoff}: {a.outcome}"
-        for a in attempts
-    )
+        checked = verified_needs(scenario, found, run)
+        return checked.message(architecture), [shortfall_json(s) for s in checked.shortfalls]
     return (
         f"no {architecture} plan within the scenario's limits meets the SLA "
-        f"({tried or 'the MILP fits every limit; evaluate finds the SLA missed'})"
+        f"({tried_summary(attempts)})",
+        [],
     )
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pdd_plan.model.deployment import Deployment, InstanceGroup
 from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, meets_sla, prepare
 from pdd_plan.model.workload import request_classes
+from pdd_plan.plan.ceilings import line_within_cap
 from pdd_plan.plan.space import MAX_COUNT, LineOption, Space, Spaces
 
 BCR_HEADROOM = 1.5  # max_bcr: goodput above this multiple of the offered rate earns nothing
@@ -145,6 +146,12 @@ class Search:
         self.spaces = [self.plans.space(p) for p in self.policies]
         self.deployment = self.plans.deployment
         self._allowed = self.plans.allowed
+        # the line is planned under the same utilisation cap as the MILP's GPU roles: line
+        # options that would run above it at the least rate are no options
+        self._line_cap = s.policy.utilization_cap_frac
+        floor = self.goal.floor_rps * (1 - 1e-9)
+        for sp in self.spaces:
+            sp.lines = tuple(o for o in sp.lines if o.max_rate_rps * self._line_cap >= floor)
 
     def meets(self, d: Deployment, rate: float) -> bool:
         """Whether `d` meets the SLA at `rate` under every hit-rate distribution."""
@@ -159,6 +166,13 @@ class Search:
                 prepare(self.scenario, d, self.model, self.gpus, self.tiers, self.resolution, h)
                 for h in self.dists
             ]
+            # the line is planned under the utilisation cap at the rate every plan must
+            # carry, as the MILP plans its GPU roles (issue #14: a plan was chosen at 92 %
+            # line load, then warned about); no rate is met without it
+            floor, cap = self.goal.floor_rps, self._line_cap
+            if not all(line_within_cap(x, floor, cap) for x in e.setups):
+                e.fails = 0.0
+                return False
         self.evaluations += 1
         ok = all(meets_sla(setup, rate) for setup in e.setups)
         if ok:

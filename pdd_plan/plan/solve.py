@@ -61,6 +61,7 @@ from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION, request_classes
 from pdd_plan.plan import candidates as cd
 from pdd_plan.plan import search as sr
+from pdd_plan.plan.ceilings import check_wan
 from pdd_plan.plan.formulate import formulate, lp_text, solve_milp
 
 THRESHOLDS = (0.8, 0.9, 0.95)
@@ -327,6 +328,8 @@ def solve(
     why = search.plans.no_candidate(search.spaces)
     if why:
         raise InfeasibleError(why)
+    # a WAN the KV cannot cross at the least rate asked: refused before any MILP or search
+    check_wan(scenario, tiers, architecture, search.plans, policies, search.goal.floor_rps)
     # the MILP's capacities come from a coarse grid of request classes; its plans are
     # checked on the search's grid and seed it (and give the LP dump and explain's MILP)
     coarse = tuple(min(a, b) for a, b in zip(SEARCH_RESOLUTION, resolution, strict=True))

@@ -16,14 +16,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import math
 import random
 
-from pdd_plan.errors import InfeasibleError
+from pdd_plan.errors import InfeasibleError, SaturatedError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.model import scenario as sc
 from pdd_plan.model import workload as wl
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, InstanceGroup, LineLease
-from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, goodput_rps, meets_sla, prepare
+from pdd_plan.model.evaluate import (
+    deployment_cost_usd_per_hour,
+    goodput_rps,
+    meets_sla,
+    prepare,
+    snapshot,
+)
 from pdd_plan.model.roofline import Instance
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.candidates import shapes
@@ -155,12 +162,27 @@ def every_plan(s: sc.Scenario, arch: str):
 
 
 def meets(s: sc.Scenario, d: Deployment, rate: float) -> bool:
+    """The SLA at `rate`, and the line within the utilisation cap at the rate every plan
+    must carry (the demand or the offered rate; issue #14: the line is capped as the GPU
+    roles are)."""
     cat = catalog()
     model = cat.model_for(s)
     dists = (s.workload.prefix_hit_rate, *s.workload.hit_rate_alternatives.values())
-    return all(
-        meets_sla(prepare(s, d, model, cat.gpus, cat.lines, RESOLUTION, h), rate) for h in dists
+    setups = [prepare(s, d, model, cat.gpus, cat.lines, RESOLUTION, h) for h in dists]
+    floor = s.objective.demand_rps or s.workload.arrival_rate_per_s
+    return all(line_load(x, floor) <= s.policy.utilization_cap_frac for x in setups) and all(
+        meets_sla(x, rate) for x in setups
     )
+
+
+def line_load(setup, rate: float) -> float:
+    """The line's utilisation at `rate` (evaluate's own figure; saturated: infinite)."""
+    if setup.link is None:
+        return 0.0
+    try:
+        return snapshot(setup, rate).wan_utilization_frac
+    except SaturatedError:
+        return math.inf
 
 
 def capped_goodput(s: sc.Scenario, d: Deployment) -> float:
