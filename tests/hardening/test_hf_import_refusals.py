@@ -1,6 +1,7 @@
 """`model import` of configs it used to mis-model silently (#10 C, item 20): each is one
 line naming the config's own key, exit 2; a Llama-family config with sliding layers is
-honoured (its KV is bounded by the window, checked by hand)."""
+honoured (its KV is bounded by the window, checked by hand). Not test_hf_import.py: pytest
+imports test files by their base name, and tests/unit has one."""
 
 from __future__ import annotations
 
