@@ -104,3 +104,12 @@ def steps(
         print_json(calibrate_data(result, out))
         return
     _print(result, out)
+
+
+def _register() -> None:
+    from pdd_plan.cli.calibrate_serving_cmd import serving
+
+    app.command("serving")(serving)
+
+
+_register()

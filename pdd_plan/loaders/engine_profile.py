@@ -10,6 +10,7 @@
                                                # others keep their identity values
     fitted_on: [{file: x.csv.gz, sha256: ..., rows: 6850}]   # optional
     cv_error_frac: {decode: 0.05, prefill: 0.03, mixed: 0.04}  # optional, medians
+                                               # (step times; ttft, tpot: serving figures)
 
 Read through the strict loader: unknown keys, out-of-range parameters and wrong types
 are each one line naming the file and key path (exit 2).
@@ -29,6 +30,7 @@ from pdd_plan.model.scenario import Engine
 from pdd_plan.model.step_fit import PHASES
 
 WHAT = "a pdd-plan engine profile"
+CV_KEYS = (*PHASES, "ttft", "tpot")  # step phases (calibrate steps), serving figures
 DEFAULT_NAME = "roofline_default"
 TOP_KEYS = ("engine", "engine_version", "gpu", "model", "parallelism", "fitted_on")
 
@@ -53,10 +55,10 @@ def _parameters(node: Node) -> dict:
 def _cv_error(node: Node) -> tuple[tuple[str, float], ...]:
     if node.is_missing:
         return ()
-    f = node.mapping(optional=PHASES)
+    f = node.mapping(optional=CV_KEYS)
     if f is None:
         return ()
-    values = ((p, f[p].number(minimum=0, maximum=100)) for p in PHASES)
+    values = ((p, f[p].number(minimum=0, maximum=100)) for p in CV_KEYS)
     return tuple((p, v) for p, v in values if v is not None)
 
 
@@ -191,7 +193,7 @@ def profile_line(summary: dict) -> str:
     engine = f"{summary['engine']} {summary['engine_version']}".strip() or "engine unnamed"
     return (
         f"engine profile: {summary['name']} ({summary['source']}; {engine} on "
-        f"{summary['gpu'] or 'any GPU'}); cross-validated step error {errors}"
+        f"{summary['gpu'] or 'any GPU'}); cross-validated error {errors}"
     )
 
 

@@ -1,0 +1,127 @@
+"""`pdd-plan calibrate serving FILE... -o profile.yaml`: an engine profile fitted to
+serving-benchmark results (vLLM, SGLang, genai-perf or the plain CSV)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pdd_plan.cli.bounds import MAX_GPUS_PER_INSTANCE, MAX_TOKENS, bounded
+from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.errors import InputError
+from pdd_plan.loaders.strict import ID_PATTERN
+from pdd_plan.report.engine_profile_file import profile_yaml
+from pdd_plan.report.files import write_atomic
+from pdd_plan.sim.serving_fit import FITTED
+from pdd_plan.units import DTYPE_BYTES
+
+
+def check_common(out: str, name: str | None, dtypes: dict) -> None:
+    """-o, --name and dtype options, before any file is read."""
+    if not out.strip():
+        raise InputError.single("command line", "-o", repr(out), "a file name for the profile")
+    if name is not None and not ID_PATTERN.fullmatch(name):
+        raise InputError.single(
+            "command line", "--name", repr(name), "an id of lower-case letters, digits and _"
+        )
+    for option, value in dtypes.items():
+        if value is not None and value not in DTYPE_BYTES:
+            raise InputError.single(
+                "command line", option, repr(value), f"one of {', '.join(DTYPE_BYTES)}"
+            )
+
+
+def serving_data(c, out: str) -> dict:
+    return {
+        "profile": c.profile.describe() | {"source": out},
+        "fitted": list(FITTED),
+        "not_identified": list(c.fit.unidentified),
+        "runs": sum(len(f.runs) for f in c.files),
+        "files": [{"file": f.file, "format": f.kind, "runs": len(f.runs)} for f in c.files],
+        "simulated_over_measured": [
+            {"run": run, "figure": key, "ratio": ratio} for run, key, ratio in c.fit.ratios
+        ],
+        "cv_error_frac": c.cv_frac,
+    }
+
+
+def _print(c, out: str) -> None:
+    p = c.profile
+    console.print(
+        f"profile {safe(p.name)} ({p.engine or 'engine unnamed'}, {p.model} on {p.gpu}) from "
+        f"{sum(len(f.runs) for f in c.files)} run(s) in {len(c.files)} file(s)",
+        markup=False,
+    )
+    rows = [[k, f"{getattr(p, k):.4g}", "not identified" if k in c.fit.unidentified else ""]
+            for k in FITTED]  # fmt: skip
+    table("fitted parameters", ["parameter", "value", ""], rows)
+    table("simulated / measured, per run", ["run", "TTFT figures", "TPOT figures"], _ranges(c))
+    if c.cv_frac:
+        errors = ", ".join(f"{k.upper()} {100 * v:.1f} %" for k, v in c.cv_frac.items())
+        console.print(f"leave-one-run-out median error: {errors}", markup=False)
+    console.print(f"wrote {safe(out)}", markup=False)
+
+
+def _ranges(c) -> list[list[str]]:
+    """One row per run: the lowest and highest ratio of its TTFT and of its TPOT figures."""
+    by_run: dict[str, dict[str, list[float]]] = {}
+    for run, key, ratio in c.fit.ratios:
+        by_run.setdefault(run, {"ttft": [], "tpot": []})[key.split("_")[0]].append(ratio)
+    return [
+        [safe(run)] + [f"{min(v):.3f} to {max(v):.3f}" if v else "-" for v in m.values()]
+        for run, m in by_run.items()
+    ]
+
+
+def serving(
+    files: list[Path] = typer.Argument(
+        ..., help="vLLM bench serve JSON, SGLang bench_serving JSONL, genai-perf JSON, or CSV"
+    ),
+    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write"),
+    model: str | None = typer.Option(None, help="catalog model id (over the file's)"),
+    gpu: str | None = typer.Option(None, help="catalog GPU id (over the file's)"),
+    tp: int | None = bounded(
+        None, "--tp", low=1, high=MAX_GPUS_PER_INSTANCE, help="tensor-parallel size"
+    ),
+    ep: int | None = bounded(
+        None, "--ep", low=1, high=MAX_GPUS_PER_INSTANCE, help="expert-parallel size"
+    ),
+    dp: int | None = bounded(
+        None, "--dp", low=1, high=MAX_GPUS_PER_INSTANCE, help="data-parallel size"
+    ),
+    weight_dtype: str | None = typer.Option(None, "--weight-dtype", help="default: native"),
+    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (bf16)"),
+    max_batched_tokens: int = bounded(
+        8192, "--max-batched-tokens", low=1, high=MAX_TOKENS,
+        help="the engine's token budget per iteration",
+    ),
+    name: str | None = typer.Option(None, help="the profile's id (default from the data)"),
+    cross_validate: bool = typer.Option(
+        True, "--cv/--no-cv", help="leave-one-run-out error (one fit per run)"
+    ),
+    format: Format = typer.Option(Format.table, "--format"),
+) -> None:  # fmt: skip
+    """Fit an engine profile to serving-benchmark results and write it.
+
+    The profile is the one with which `estimate --concurrency N` (or `--rate R`)
+    reproduces the measured TTFT and TPOT figures of every run.
+
+    Fitted: compute and memory efficiency, the fixed cost of a step and of a step with
+    prefill (serving figures identify no more); the other parameters stay at the plain
+    roofline. Each run is replayed with its own lengths, concurrency or rate and request
+    count. Model, GPU and parallelism: the options, else the file's own (vLLM --metadata).
+    """
+    from pdd_plan.calibration_serving import calibrate_serving
+
+    check_common(out, name, {"--weight-dtype": weight_dtype, "--kv-dtype": kv_dtype})
+    check_outputs(files, {"--out": out})
+    options = dict(model=model, gpu=gpu, tp=tp, ep=ep, dp=dp, kv_dtype=kv_dtype)
+    options.update(weight_dtype=weight_dtype, max_batched_tokens=max_batched_tokens)
+    result = calibrate_serving(files, options, name, cross_validate)
+    write_atomic(out, profile_yaml(result.profile))
+    if format is Format.json:
+        print_json(serving_data(result, out))
+        return
+    _print(result, out)

@@ -1,0 +1,318 @@
+"""Serving-benchmark results for `pdd-plan calibrate serving`: one `ServingRun` per run.
+
+Four formats, told apart by their content:
+
+- vLLM's `vllm bench serve --save-result` JSON (one object): `model_id`, `num_prompts`,
+  `request_rate` (a number or "inf"), `max_concurrency` (null: unbounded), `completed`,
+  `total_input_tokens`, `total_output_tokens`, `{mean,median,p90,p99}_{ttft,tpot}_ms`
+  (p90 with `--metric-percentiles 50,90,99`), optional `input_lens`/`output_lens`
+  (`--save-detailed`) and any `--metadata KEY=VALUE` pairs (`gpu`, `tp`, `ep`, `dp`,
+  `kv_cache_dtype` are read when present).
+- SGLang's `bench_serving --output-file` JSONL (one object per line, per run): the same
+  metric keys, with `random_input_len`/`random_output_len` as lengths when the totals
+  are missing.
+- genai-perf's `profile_export_genai_perf.json`: `time_to_first_token` and
+  `inter_token_latency` ({avg, p50, p90, p99, unit}), `input_sequence_length` and
+  `output_sequence_length` ({avg}) and `input_config` (`model`, `concurrency` or
+  `request_rate`, `request_count`, `synthetic_input_tokens_mean`, `output_tokens_mean`;
+  100 requests when no count is given).
+- A plain CSV, one run per row: `model`, `gpu`, `tp`, `ep`, `dp` (optional, else the
+  command line), `input_tokens`, `output_tokens`, `concurrency` or `request_rate`,
+  optional `requests`, and any of `ttft_{mean,p50,p90,p99}_ms`, `tpot_{...}_ms`.
+
+Lengths are the measured means (total tokens / completed requests) where the file has
+them. A run without concurrency and with an infinite rate sent every request at once:
+a closed loop of `requests` clients. Model, GPU and parallelism come from the file, else
+from the command line. A malformed file is one line naming the file and key (exit 2).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from pdd_plan.errors import InputError
+from pdd_plan.loaders.input_files import read_input_bytes, shown_path
+from pdd_plan.loaders.step_measurements import Config, ConfigResolver
+
+WHAT = "a serving-benchmark result (vLLM JSON, SGLang JSONL, genai-perf JSON or CSV)"
+STATS = ("mean", "p50", "p90", "p99")
+METRICS = ("ttft", "tpot")
+MAX_RUN_REQUESTS = 100_000
+DEFAULT_REQUESTS = 100  # a genai-perf run that does not say how many it sent
+MAX_FILE_BYTES = 256 * 1024 * 1024  # detailed results carry every request's token times
+
+
+@dataclass(frozen=True)
+class ServingRun:
+    label: str  # file and run, as messages name it
+    config: Config
+    isl_tokens: int
+    osl_tokens: int
+    requests: int
+    concurrency: int | None
+    rate_per_s: float | None
+    measured_s: tuple[tuple[str, float], ...]  # (("ttft_p50", 0.12), ...)
+
+
+@dataclass(frozen=True)
+class ServingFile:
+    file: str
+    sha256: str
+    kind: str
+    runs: tuple[ServingRun, ...]
+
+
+class _Fields:
+    """Reads typed values of one run's mapping; every problem is one line."""
+
+    def __init__(self, name: str, where: str, data: dict):
+        self.name, self.where, self.data = name, where, data
+
+    def _fail(self, key: str, value, expected: str):
+        at = f"{self.where}, {key}" if self.where else key
+        raise InputError.single(self.name, at, repr(value)[:80], expected)
+
+    def number(self, key: str, low: float = 0.0, required=False, data=None):
+        data = self.data if data is None else data
+        value = data.get(key)
+        if value is None:
+            return self._fail(key, "nothing", "a number") if required else None
+        if isinstance(value, str):  # CSV cells, "inf"
+            try:
+                value = float(value) if value.strip() else None
+            except ValueError:
+                self._fail(key, value, "a number")
+            if value is None:
+                return self._fail(key, "nothing", "a number") if required else None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self._fail(key, value, "a number")
+        if math.isnan(value) or value < low:
+            self._fail(key, value, f"a number >= {low:g}")
+        return float(value)
+
+    def count(self, key: str, required=False, data=None) -> int | None:
+        value = self.number(key, 1.0, required, data)
+        if value is None:
+            return None
+        if value != int(value) or value > MAX_RUN_REQUESTS * 1000:
+            self._fail(key, value, "a whole number")
+        return int(value)
+
+
+def _loop(f: _Fields, concurrency, rate, requests: int) -> tuple[int | None, float | None]:
+    """(concurrency, rate): closed loop when a concurrency is set or the rate is infinite."""
+    if concurrency is not None and (rate is None or math.isinf(rate)):
+        return concurrency, None
+    if rate is not None and not math.isinf(rate):
+        if rate <= 0:
+            f._fail("request_rate", rate, "a rate > 0 req/s or inf")
+        return None, rate
+    return requests, None  # every request sent at once
+
+
+def _lengths(f: _Fields, requests: int, keys: tuple[str, str], fallbacks: tuple[str, str]):
+    out = []
+    for total_key, fallback in zip(keys, fallbacks, strict=True):
+        total = f.number(total_key)
+        value = total / requests if total is not None else f.number(fallback)
+        if value is None:
+            f._fail(total_key, "nothing", f"the run's token count ({total_key} or {fallback})")
+        out.append(max(int(round(value)), 1))
+    return out
+
+
+def _measured(f: _Fields, keys: dict) -> tuple[tuple[str, float], ...]:
+    out = []
+    for name, key in keys.items():
+        value = f.number(key)
+        if value is not None:
+            if value <= 0:
+                f._fail(key, value, "a time > 0 ms")
+            out.append((name, value / 1e3))
+    if not out:
+        f._fail(next(iter(keys)), "nothing", "at least one TTFT or TPOT figure")
+    return tuple(out)
+
+
+def _bench_serve_run(f: _Fields, resolve, at: str) -> ServingRun:
+    """One vLLM / SGLang result object."""
+    d = f.data
+    requests = f.count("completed") or f.count("num_prompts", required=True)
+    concurrency = f.count("max_concurrency")
+    rate = f.number("request_rate") if d.get("request_rate") not in (None, "inf") else math.inf
+    concurrency, rate = _loop(f, concurrency, rate, requests)
+    isl, osl = _lengths(
+        f, requests, ("total_input_tokens", "total_output_tokens"),
+        ("random_input_len", "random_output_len"),
+    )  # fmt: skip
+    names = {"mean": "mean", "p50": "median", "p90": "p90", "p99": "p99"}
+    keys = {f"{m}_{s}": f"{names[s]}_{m}_ms" for m in METRICS for s in STATS}
+    cells = {k: d[k] for k in ("gpu", "tp", "ep", "dp", "kv_cache_dtype") if k in d}
+    cells["model"] = d.get("model") or d.get("model_id")
+    config = resolve(f.name, at, cells)
+    return ServingRun(at, config, isl, osl, requests, concurrency, rate, _measured(f, keys))
+
+
+def _genai_perf_run(f: _Fields, resolve) -> ServingRun:
+    d = f.data
+    config = d.get("input_config") if isinstance(d.get("input_config"), dict) else {}
+    c = _Fields(f.name, "input_config", config)
+    count = d.get("request_count") if isinstance(d.get("request_count"), dict) else {}
+    requests = c.count("request_count") or f.count("avg", data=count) or c.count("num_prompts")
+    requests = requests or DEFAULT_REQUESTS
+    concurrency, rate = _loop(c, c.count("concurrency"), c.number("request_rate"), requests)
+    isl_osl = []
+    for key, fallback in (
+        ("input_sequence_length", "synthetic_input_tokens_mean"),
+        ("output_sequence_length", "output_tokens_mean"),
+    ):
+        stats = d.get(key) if isinstance(d.get(key), dict) else {}
+        value = _Fields(f.name, key, stats).number("avg") or c.number(fallback)
+        if value is None:
+            f._fail(key, "nothing", f"the run's mean length ({key}.avg or input_config)")
+        isl_osl.append(max(int(round(value)), 1))
+    measured = []
+    for metric, key in (("ttft", "time_to_first_token"), ("tpot", "inter_token_latency")):
+        stats = d.get(key)
+        if stats is None:
+            continue
+        if not isinstance(stats, dict):
+            f._fail(key, stats, "a mapping of statistics (avg, p50, p90, p99, unit)")
+        scale = {"ms": 1e-3, "us": 1e-6, "ns": 1e-9, "s": 1.0}.get(stats.get("unit", "ms"))
+        if scale is None:
+            f._fail(f"{key}.unit", stats.get("unit"), "ms, us, ns or s")
+        g = _Fields(f.name, key, stats)
+        for s, k in (("mean", "avg"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99")):
+            value = g.number(k)
+            if value is not None and value > 0:
+                measured.append((f"{metric}_{s}", value * scale))
+    if not measured:
+        f._fail("time_to_first_token", "nothing", "TTFT or inter-token latency statistics")
+    model = config.get("model")
+    model = model[0] if isinstance(model, list) and model else model
+    cells = {k: config[k] for k in ("gpu", "tp", "ep", "dp") if k in config}
+    resolved = resolve(f.name, "input_config", {"model": model, **cells})
+    isl, osl = isl_osl
+    return ServingRun("run 1", resolved, isl, osl, requests, concurrency, rate, tuple(measured))
+
+
+def _csv_runs(name: str, text: str, resolve) -> list[ServingRun]:
+    reader = csv.DictReader(io.StringIO(text))
+    runs = []
+    for row in reader:
+        line = reader.line_num
+        row = {k.strip(): (v or "").strip() for k, v in row.items() if k is not None}
+        f = _Fields(name, f"line {line}", row)
+        isl = f.count("input_tokens", required=True)
+        osl = f.count("output_tokens", required=True)
+        concurrency, rate = f.count("concurrency"), f.number("request_rate")
+        if concurrency is None and rate is None:
+            f._fail("concurrency", "nothing", "a concurrency or a request_rate")
+        requests = f.count("requests") or (10 * concurrency if concurrency else 1000)
+        concurrency, rate = _loop(f, concurrency, rate, requests)
+        keys = {f"{m}_{s}": f"{m}_{s}_ms" for m in METRICS for s in STATS}
+        cells = {k: row[k] for k in ("model", "gpu", "tp", "ep", "dp") if row.get(k)}
+        config = resolve(name, f"line {line}", cells)
+        runs.append(
+            ServingRun(
+                f"line {line}", config, isl, osl, requests, concurrency, rate, _measured(f, keys)
+            )
+        )
+    if not runs:
+        raise InputError.single(name, "", "a header and no rows", "a CSV with one run per row")
+    return runs
+
+
+def _json_objects(name: str, text: str) -> list[tuple[int, object]]:
+    """The file's JSON object, or its JSONL lines (line number, value)."""
+    try:
+        return [(1, json.loads(text))]
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append((number, json.loads(line)))
+            except (json.JSONDecodeError, RecursionError) as exc:
+                found = f"text that is not JSON ({exc.msg if hasattr(exc, 'msg') else exc})"
+                raise InputError.single(name, f"line {number}", found, WHAT) from None
+    return out
+
+
+def _kind(name: str, obj, where: str) -> str:
+    if not isinstance(obj, dict):
+        raise InputError.single(name, where, type(obj).__name__, "a JSON object of one run")
+    if "time_to_first_token" in obj or "inter_token_latency" in obj:
+        return "genai-perf"
+    if any(k.endswith(("_ttft_ms", "_tpot_ms")) for k in obj):
+        return (
+            "sglang"
+            if "random_input_len" in obj or "sglang" in str(obj.get("backend"))
+            else ("vllm")
+        )
+    raise InputError.single(
+        name, where, "no TTFT or TPOT keys", "a vLLM, SGLang or genai-perf result object"
+    )
+
+
+def _read_text(path: Path | str) -> tuple[str, str]:
+    """(the file's text, sha256 of its bytes); binary, non-UTF-8 or empty is one line."""
+    name = shown_path(path)
+    raw = read_input_bytes(path, WHAT, MAX_FILE_BYTES)
+    if b"\x00" in raw:
+        raise InputError.single(name, "", "binary data (NUL bytes)", f"{WHAT}, as UTF-8 text")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        found = f"bytes that are not UTF-8 (at byte {exc.start})"
+        raise InputError.single(name, "", found, WHAT) from None
+    if not text.strip():
+        raise InputError.single(name, "", "an empty file", WHAT)
+    return text, hashlib.sha256(raw).hexdigest()
+
+
+def _resolver(catalog, options: dict):
+    """The Config of a run: the command line's model and GPU win over the file's (a
+    result names the model as the server was started, often a local path)."""
+    resolve = ConfigResolver(catalog, options)._config  # noqa: SLF001  (as calibrate steps)
+
+    def config(name: str, at: str, cells: dict) -> Config:
+        cells = {k: v for k, v in cells.items() if v not in (None, "") and not options.get(k)}
+        for key in ("model", "gpu"):
+            if key not in cells and not options.get(key):
+                raise InputError.single(
+                    name, f"{at}, {key}", "nothing", f"the {key} (--{key}, or the file's own)"
+                )
+        return resolve(name, at, {k: str(v) for k, v in cells.items()})
+
+    return config
+
+
+def read_serving_file(path: Path | str, options: dict, catalog) -> ServingFile:
+    """Every run of one file (`options`: the command line's model, gpu, tp, ep, dp,
+    kv_dtype, used where the file does not say)."""
+    name = shown_path(path)
+    text, sha = _read_text(path)
+    resolve = _resolver(catalog, options)
+    first = text.lstrip()[:1]
+    if first not in ("{", "["):
+        return ServingFile(name, sha, "csv", tuple(_csv_runs(name, text, resolve)))
+    objects = _json_objects(name, text)
+    runs, kinds = [], set()
+    for number, obj in objects:
+        where = f"line {number}" if len(objects) > 1 else ""
+        kind = _kind(name, obj, where or "top level")
+        kinds.add(kind)
+        f = _Fields(name, where, obj)
+        if kind == "genai-perf":
+            runs.append(_genai_perf_run(f, resolve))
+        else:
+            runs.append(_bench_serve_run(f, resolve, where or "run 1"))
+    return ServingFile(name, sha, "+".join(sorted(kinds)), tuple(runs))
