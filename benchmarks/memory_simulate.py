@@ -6,6 +6,12 @@ Runs `pdd-plan simulate pdd-paper scenarios/plans/pdd-paper-pdd.yaml --requests 
 --format json` (with `--trace-out` a per-request CSV too, written in a temporary folder and
 deleted after) and prints the child's peak resident memory (the kernel's high-water mark
 from wait4), its wall time, and the bytes per simulated request.
+
+Measured (2 shared cores, load 6-9, so the wall times are long): 2,000,000 requests
+2.07 GB peak (1,034 B/request) without --trace-out, 2.17 GB with it (a 411 MB CSV). At
+500,000 requests with --trace-out: 853 MB peak when the CSV was built as one string, 565
+MB streamed. The peak is the decode engine's event heap and step segments (Python
+objects per request), not the statistics or the trace.
 """
 
 from __future__ import annotations
