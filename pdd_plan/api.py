@@ -29,7 +29,8 @@ from pdd_plan.plan.variants import (  # noqa: F401  (re-exported: the API's name
     with_line_prices,
 )
 from pdd_plan.report.arithmetic import role_arithmetic
-from pdd_plan.report.bom import bom_csv
+from pdd_plan.report.bom import bom_csv, header_facts
+from pdd_plan.report.bom_items import bill
 from pdd_plan.report.resolved import scenario_json
 from pdd_plan.report.views import scenario_summary
 from pdd_plan.units import GBIT_BITS
@@ -203,8 +204,7 @@ def solve_loaded(
         )
         out["role_arithmetic"] = role_arithmetic(setup, s.workload.arrival_rate_per_s)
     _name_profile(out, s, result.deployment)
-    prices = line_prices_usd_per_month(s, catalog)
-    bom = bom_csv(out["plan"], s, prices) if out["plan"] else ""
+    bom = bom_csv(out["plan"], s, catalog) if out["plan"] else ""
     return out, SolveFiles(result.lp_text, bom, scenario_json(s))
 
 
@@ -341,6 +341,8 @@ def sizing_report_data(
             "cases": sensitivity(s, architecture, catalog, resolution, time_limit_s),
         },
         "explanation": explanation(s, architecture, catalog, resolution, time_limit_s),
+        "bom_header": header_facts(s, catalog, architecture),
+        "bom": bill(solved["plan"], s, catalog) if solved.get("plan") else None,
     }
     return s, data
 

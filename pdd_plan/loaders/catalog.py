@@ -101,7 +101,8 @@ def sourced(
     return Sourced(value, source or "", basis or "published", note or "")
 
 
-def load_sources(root: Path) -> set[str]:
+def load_sources(root: Path) -> dict[str, dict]:
+    """The source registry: key -> {title, reference, accessed}."""
     path = root / "sources.yaml"
     data = load_yaml(path, "the catalog's sources.yaml")
     problems = Problems(str(path))
@@ -116,7 +117,7 @@ def load_sources(root: Path) -> set[str]:
                 entry["title"].string(required=True)
                 entry["reference"].string(required=True)
     problems.raise_if_any()
-    return set(data)
+    return dict(data)
 
 
 def load_gpu(path: Path, sources: set[str]) -> Gpu:
@@ -218,7 +219,9 @@ class Catalog:
         self.root = Path(root) if root else catalog_dir()
 
     @cached_property
-    def sources(self) -> set[str]:
+    def sources(self) -> dict[str, dict]:
+        """Source key -> {title, reference, accessed} (a key's membership is what the
+        loaders check; the bill of materials cites the rest)."""
         return load_sources(self.root)
 
     @cached_property

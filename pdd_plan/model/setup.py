@@ -101,21 +101,77 @@ def check_holds_a_request(setup: Setup) -> None:
             )  # fmt: skip
 
 
-def deployment_cost_usd_per_hour(scenario: Scenario, deployment: Deployment, gpus, lines) -> float:
-    total = 0.0
+@dataclass(frozen=True)
+class CostItem:
+    """One hourly charge of a deployment: what `cost_usd_per_hour` sums, and what the bill
+    of materials lists, so the two cannot disagree."""
+
+    kind: str  # gpu_rental | power | spare_gpus | line_lease
+    datacenter: str
+    role: str  # the instance role; "" for spare GPUs and lines
+    item: str  # GPU id or line tier id
+    units: int  # GPUs or lines
+    unit_usd_per_hour: float
+    usd_per_hour: float
+
+
+def power_usd_per_gpu_hour(scenario: Scenario, gpu: Gpu) -> float:
+    """Electricity of one GPU at full board power: TDP x PUE x the scenario's price."""
+    kw = gpu.facility_power_w(scenario.costs.pue) / 1e3
+    return kw * scenario.costs.power_usd_per_kwh
+
+
+def gpus_by_datacenter(deployment: Deployment) -> dict[tuple[str, str], int]:
+    """GPUs in use per (datacenter, GPU type): what is packed onto orderable nodes."""
+    used: dict[tuple[str, str], int] = {}
     for g in deployment.instances:
-        offer = next(o for o in scenario.datacenter(g.datacenter).gpus if o.gpu == g.gpu)
-        per_gpu = offer.price_usd_per_gpu_hour
+        used[(g.datacenter, g.gpu)] = used.get((g.datacenter, g.gpu), 0) + g.gpus
+    return used
+
+
+def nodes_needed(gpus_used: int, gpus_per_node: int) -> int:
+    """Whole nodes that hold `gpus_used` GPUs (instances of several shapes share nodes)."""
+    return -(-gpus_used // gpus_per_node)
+
+
+def line_price_usd_per_month(scenario: Scenario, lines, tier: str) -> float:
+    """The scenario's price for a tier where it sets one, else the catalog's."""
+    return scenario.wan.tier_price_usd_per_month.get(tier, lines[tier].price_usd_per_month)
+
+
+def cost_items(scenario: Scenario, deployment: Deployment, gpus, lines) -> list[CostItem]:
+    """Every hourly charge: GPU rental per role, its power when `costs.include_power`, the
+    idle GPUs of the last node when `costs.charge_whole_nodes`, the leased lines."""
+    items = []
+    for g in deployment.instances:
+        price = _offer(scenario, g.datacenter, g.gpu).price_usd_per_gpu_hour
+        items.append(CostItem("gpu_rental", g.datacenter, g.role, g.gpu, g.gpus, price,
+                              g.gpus * price))  # fmt: skip
         if scenario.costs.include_power:
-            kw = gpus[g.gpu].facility_power_w(scenario.costs.pue) / 1e3
-            per_gpu += kw * scenario.costs.power_usd_per_kwh
-        total += g.gpus * per_gpu
+            power = power_usd_per_gpu_hour(scenario, gpus[g.gpu])
+            items.append(CostItem("power", g.datacenter, g.role, g.gpu, g.gpus, power,
+                                  g.gpus * power))  # fmt: skip
+    if scenario.costs.charge_whole_nodes:  # a rented node is paid whole, idle GPUs too
+        for (dc, gpu_id), used in gpus_by_datacenter(deployment).items():
+            per_node = gpus[gpu_id].gpus_per_node
+            spare = nodes_needed(used, per_node) * per_node - used
+            price = _offer(scenario, dc, gpu_id).price_usd_per_gpu_hour
+            if spare:
+                items.append(CostItem("spare_gpus", dc, "", gpu_id, spare, price, spare * price))
     for lease in deployment.lines:
-        monthly = scenario.wan.tier_price_usd_per_month.get(
-            lease.tier, lines[lease.tier].price_usd_per_month
-        )
-        total += lease.count * monthly / HOURS_PER_MONTH
-    return total
+        hourly = line_price_usd_per_month(scenario, lines, lease.tier) / HOURS_PER_MONTH
+        items.append(CostItem("line_lease", "", "", lease.tier, lease.count, hourly,
+                              lease.count * hourly))  # fmt: skip
+    return items
+
+
+def _offer(scenario: Scenario, datacenter: str, gpu_id: str):
+    return next(o for o in scenario.datacenter(datacenter).gpus if o.gpu == gpu_id)
+
+
+def deployment_cost_usd_per_hour(scenario: Scenario, deployment: Deployment, gpus, lines) -> float:
+    """The answer's cost per hour: the sum of `cost_items`, the one cost formula."""
+    return sum(item.usd_per_hour for item in cost_items(scenario, deployment, gpus, lines))
 
 
 def prepare(

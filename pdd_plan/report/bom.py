@@ -1,19 +1,37 @@
-"""The bill of materials: one row per line item, safe to open in a spreadsheet."""
+"""The bill of materials as CSV: comment rows with the run's facts, one header row, one
+row per item, the totals last; safe to open in a spreadsheet.
+
+Comment rows start with `#` in their first cell (`# scenario`, then the value) and are as
+wide as the header, so `pandas.read_csv(path, comment="#")` skips them and a spreadsheet
+shows them as a small table above the items. Numbers are plain numbers (no `$`, no
+thousands separators); text that a spreadsheet would run as a formula is quoted.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
+import os
+from datetime import UTC, datetime
 
+from pdd_plan import __version__
+from pdd_plan.errors import visible
+from pdd_plan.loaders.catalog_digest import catalog_digest, catalog_files
 from pdd_plan.model.scenario import Scenario
+from pdd_plan.report.bom_items import HOURS_PER_YEAR, NO_PURCHASE_PRICE, NOT_INCLUDED, Bill, bill
 from pdd_plan.units import HOURS_PER_MONTH
 
-HOURS_PER_YEAR = 12 * HOURS_PER_MONTH
+__all__ = ["HOURS_PER_YEAR", "COLUMNS", "bom_csv", "header_facts", "spreadsheet_safe"]
+
 COLUMNS = (
-    "datacenter", "role", "item", "kind", "gpus_per_instance", "instances", "units", "unit",
-    "unit_price_usd", "unit_price_per", "cost_usd_per_hour", "cost_usd_per_month",
-    "cost_usd_per_year",
+    "datacenter", "role", "item", "kind", "location", "product", "gpus_per_instance",
+    "instances", "gpus", "nodes", "spare_gpus", "units", "unit", "unit_price_usd",
+    "unit_price_per", "cost_usd_per_hour", "cost_usd_per_month", "cost_usd_per_year",
+    "one_time_usd", "purchase_usd", "counts_in", "price_source", "source_title",
+    "source_reference", "source_accessed", "basis", "flag", "note",
 )  # fmt: skip
+# cells written to the cent; every other number keeps 6 decimals (a unit price of power)
+_CENTS = {"cost_usd_per_month", "cost_usd_per_year", "one_time_usd", "purchase_usd"}
 # A cell starting with one of these is a formula to Excel, LibreOffice and Google Sheets.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -25,63 +43,92 @@ def spreadsheet_safe(cell):
     return cell
 
 
-def bom_rows(plan: dict, scenario: Scenario, line_prices_usd_per_month: dict[str, float]) -> list:
-    rows = []
-    for g in plan["instances"]:
-        offer = next(o for o in scenario.datacenter(g["datacenter"]).gpus if o.gpu == g["gpu"])
-        gpus = g["gpus_per_instance"] * g["count"]
-        hourly = gpus * offer.price_usd_per_gpu_hour
-        rows.append(
-            [
-                g["datacenter"],
-                g["role"],
-                g["gpu"],
-                "gpu",
-                g["gpus_per_instance"],
-                g["count"],
-                gpus,
-                "GPU",
-                offer.price_usd_per_gpu_hour,
-                "GPU-hour",
-                hourly,
-                hourly * HOURS_PER_MONTH,
-                hourly * HOURS_PER_YEAR,
-            ]
-        )
-    ends = "-".join(dc.id for dc in scenario.datacenters)
-    for line in plan["lines"]:
-        monthly_each = line_prices_usd_per_month[line["tier"]]
-        monthly = monthly_each * line["count"]
-        rows.append(
-            [
-                ends,
-                "wan_line",
-                line["tier"],
-                "line",
-                "",
-                "",
-                line["count"],
-                "line",
-                monthly_each,
-                "line-month",
-                monthly / HOURS_PER_MONTH,
-                monthly,
-                monthly * 12,
-            ]
-        )
-    return rows
+def generated_utc() -> str:
+    """Now, in UTC, ISO 8601 to the second; `SOURCE_DATE_EPOCH` fixes it (reproducible
+    files, the convention of reproducible builds)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    now = datetime.fromtimestamp(int(epoch), UTC) if epoch.isdigit() else datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def bom_csv(plan: dict, scenario: Scenario, line_prices_usd_per_month: dict[str, float]) -> str:
-    rows = bom_rows(plan, scenario, line_prices_usd_per_month)
-    total = [sum(r[i] for r in rows) for i in (10, 11, 12)]
+def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str]]:
+    """What the BOM and the sizing report print at their top, in this order."""
+    files = catalog_files(catalog.root, s.model)
+    gpus = sum(1 for f in files if f.parts[0] == "gpus")
+    c = s.costs
+    return [
+        ("scenario", s.name),
+        ("tool_version", f"pdd-plan {__version__}"),
+        ("generated_utc", generated_utc()),
+        ("catalog_sha256", catalog_digest(catalog.root, s.model)),
+        ("catalog_files", f"sources.yaml, lines.yaml, gpus/*.yaml ({gpus} files), "
+                          f"models/{s.model}.yaml, in that order (README: bill of materials)"),
+        ("architecture", architecture),
+        ("hourly_basis", "rental and lease prices; power "
+                         + (f"included (PUE {c.pue:g}, ${c.power_usd_per_kwh:g}/kWh)"
+                            if c.include_power else "not included (costs.include_power)")
+                         + "; idle GPUs of partly used nodes "
+                         + ("charged" if c.charge_whole_nodes else "not charged")
+                         + " (costs.charge_whole_nodes)"),
+        ("purchase_basis", f"GPU purchase price amortised over {c.amortization_years:g} years "
+                           "(costs.amortization_years) plus power; "
+                           f"{NO_PURCHASE_PRICE} is said where the catalog has none"),
+        ("hours", f"a month is {HOURS_PER_MONTH:g} h, a year {HOURS_PER_YEAR:g} h"),
+    ]  # fmt: skip
+
+
+def total_rows(b: Bill) -> list[dict]:
+    """The three totals, and the hourly cost if the nodes were bought (when every GPU type
+    has a sourced purchase price)."""
+    unpriced = sorted({r["item"] for r in b.rows if r["flag"] == NO_PURCHASE_PRICE})
+    priced = " (GPU types with a sourced purchase price only; "
+    priced += f"{NO_PURCHASE_PRICE} for {', '.join(unpriced)})" if unpriced else "all priced)"
+    hourly = b.total_hourly_usd
+    out = [
+        {"kind": "total", "item": "total_hourly", "cost_usd_per_hour": hourly,
+         "cost_usd_per_month": hourly * HOURS_PER_MONTH,
+         "cost_usd_per_year": hourly * HOURS_PER_YEAR,
+         "note": "rows counted in total_hourly: the answer's cost_usd_per_hour"},
+        {"kind": "total", "item": "total_one_time", "one_time_usd": b.total_one_time_usd,
+         "note": "line installation, paid once"},
+        {"kind": "total", "item": "total_purchase", "purchase_usd": b.total_purchase_usd,
+         "note": "buying the ordered nodes' GPUs" + priced},
+    ]  # fmt: skip
+    if not unpriced:
+        bought = sum(r["cost_usd_per_hour"] for r in b.rows if r["kind"] == "purchase")
+        bought += sum(r["cost_usd_per_hour"] for r in b.rows if r["kind"] == "line_lease")
+        note = "amortised purchase + power of the GPUs in use + the leased lines"
+        out.append({"kind": "total", "item": "total_hourly_if_bought",
+                    "cost_usd_per_hour": bought, "cost_usd_per_month": bought * HOURS_PER_MONTH,
+                    "cost_usd_per_year": bought * HOURS_PER_YEAR, "note": note})  # fmt: skip
+    return out
+
+
+def not_included_rows() -> list[dict]:
+    return [{"kind": "not_included", "item": item, "note": text} for item, text in NOT_INCLUDED]
+
+
+def bom_csv(plan: dict, s: Scenario, catalog) -> str:
+    """The bill of materials of `plan` (design.md §7 shape) on scenario `s`."""
+    b = bill(plan, s, catalog)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    pad = [""] * (len(COLUMNS) - 2)
+    writer.writerow(["# pdd-plan bill of materials", "", *pad])
+    for key, value in header_facts(s, catalog, plan["architecture"]):
+        writer.writerow([f"# {key}", _cell(value), *pad])
     writer.writerow(COLUMNS)
-    for row in rows + [["total", "", "", "", "", "", "", "", "", "", *total]]:
-        writer.writerow([spreadsheet_safe(c) if isinstance(c, str) else _number(c) for c in row])
+    for row in b.rows + not_included_rows() + total_rows(b):
+        writer.writerow([_cell(row.get(c, ""), c) for c in COLUMNS])
     return out.getvalue()
 
 
-def _number(value) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
+def _cell(value, column: str = ""):
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        text = f"{value:.2f}" if column in _CENTS else f"{value:.6f}".rstrip("0").rstrip(".")
+        return "0" if text in ("-0", "-0.00") else text
+    if isinstance(value, int):
+        return str(value)
+    return spreadsheet_safe(visible(str(value)))  # one line: control characters escaped

@@ -40,7 +40,7 @@ assert_no_traceback, assert_one_error_line = _h.assert_no_traceback, _h.assert_o
 changed, checksums, interrupt_after = _h.changed, _h.checksums, _h.interrupt_after
 cli_command, cli_env, REPO = _h.cli_command, _h.cli_env, _h.REPO
 
-BOM_HEADER = "datacenter,role,item,kind"  # the first columns of the bill of materials
+BOM_HEADER = "# pdd-plan bill of materials,"  # the first row of the bill of materials
 
 
 def small_config(folder: Path) -> Path:

@@ -26,6 +26,8 @@ from pdd_plan.api import (
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.plan import variants
 from pdd_plan.report.assumptions import ASSUMPTIONS
+from pdd_plan.report.bom import COLUMNS, header_facts
+from pdd_plan.report.bom_items import bill
 from pdd_plan.report.markdown import SECTIONS, composition, render_report
 from pdd_plan.report.md_format import dur
 
@@ -113,7 +115,8 @@ def test_the_plan_table_matches_the_json(solved_with_report):
 def test_the_bom_and_the_report_agree(solved_with_report):
     _, text, folder = solved_with_report
     bom = (folder / "out" / "bom.csv").read_text().splitlines()
-    total_per_hour = float(bom[-1].split(",")[-3])
+    total_row = next(line.split(",") for line in bom if ",total_hourly,total," in line)
+    total_per_hour = float(total_row[COLUMNS.index("cost_usd_per_hour")])
     assert "| **total** |" in text and f"${total_per_hour:,.2f}" in section(text, "2. The plan")
 
 
@@ -282,6 +285,8 @@ def golden_data(catalog, default):
             ],
         },
         "explanation": None,
+        "bom_header": header_facts(default, catalog, "pdd"),
+        "bom": bill(result["plan"], default, catalog),
     }  # fmt: skip
     data["compare"]["architectures"][0] = {**result, "architecture": "pdd"}
     return data

@@ -1,0 +1,28 @@
+"""Which catalog files a plan's prices and figures came from, and one digest over them.
+
+The bill of materials and the sizing report print the digest at their top, so a reader can
+tell whether two files were priced from the same catalog. The files, in this fixed order:
+`sources.yaml`, `lines.yaml`, every `gpus/*.yaml` sorted by name, then the scenario's
+`models/<id>.yaml`. The digest is the SHA-256 of, for each file in that order, its path
+relative to the catalog folder (POSIX, UTF-8), a NUL byte, its bytes and a NUL byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+
+def catalog_files(root: Path, model_id: str) -> list[Path]:
+    """The catalog files a run reads, relative to `root`, in the digest's order."""
+    gpus = sorted(p.relative_to(root) for p in (Path(root) / "gpus").glob("*.yaml"))
+    return [Path("sources.yaml"), Path("lines.yaml"), *gpus, Path("models") / f"{model_id}.yaml"]
+
+
+def catalog_digest(root: Path, model_id: str) -> str:
+    """SHA-256 (hex) over `catalog_files(root, model_id)`: paths and bytes, in order."""
+    digest = hashlib.sha256()
+    for rel in catalog_files(root, model_id):
+        digest.update(rel.as_posix().encode() + b"\0")
+        digest.update((Path(root) / rel).read_bytes() + b"\0")
+    return digest.hexdigest()

@@ -1,0 +1,123 @@
+"""The sizing report's bill of materials: the facts at its top, the hourly cost table of
+"2. The plan" and the "9. Bill of materials" section (nodes to order, one-time costs, rent
+or buy, sources, what is not included). Formatting only: every figure is a row of
+`report.bom_items.bill`, the same rows as `bom.csv`, so the two show the same totals.
+"""
+
+from __future__ import annotations
+
+from pdd_plan.report.bom_items import NO_PURCHASE_PRICE, NOT_INCLUDED, Bill
+from pdd_plan.report.md_format import md_code, md_text, num, table, usd
+from pdd_plan.units import HOURS_PER_MONTH
+
+
+def header_line(facts: list[tuple[str, str]]) -> str:
+    """The BOM's comment rows on one line."""
+    shown = dict(facts)
+    return (
+        f"Scenario {md_code(shown['scenario'])}; {md_text(shown['tool_version'])}; generated "
+        f"{shown['generated_utc']} (UTC); catalog SHA-256 `{shown['catalog_sha256']}` "
+        f"({md_text(shown['catalog_files'])})."
+    )
+
+
+def _units(row: dict) -> str:
+    n = row["units"]
+    if row["kind"] == "line_lease":
+        return f"{n:,} line" + ("s" if n != 1 else "")
+    return f"{n:,} GPUs"
+
+
+def _price(row: dict) -> str:
+    per = row["unit_price_per"]
+    return f"{usd(row['unit_price_usd'], per != 'line-month')}/{per}"
+
+
+def _flag(row: dict) -> str:
+    return f" **({md_text(row['flag'])})**" if row.get("flag") else ""
+
+
+def cost_table(b: Bill) -> list[str]:
+    """Every row counted in the hourly total (rental, power, idle GPUs charged, lines)."""
+    label = {"power": "power", "spare_gpus": "idle GPUs", "line_lease": "WAN line"}
+    items, gpus = [], 0
+    for r in (r for r in b.rows if r["counts_in"] == "total_hourly"):
+        role = r["role"] if r["kind"] == "gpu_rental" else label[r["kind"]]
+        gpus += r["units"] if r["kind"] == "gpu_rental" else 0
+        items.append([role, md_text(r["datacenter"]), md_text(r["item"]),
+                      r.get("gpus_per_instance", "-"), r.get("instances", "-"), _units(r),
+                      _price(r) + _flag(r), usd(r["cost_usd_per_hour"]),
+                      usd(r["cost_usd_per_month"], False)])  # fmt: skip
+    hourly = b.total_hourly_usd
+    items.append(["**total**", "", "", "", "", f"{gpus:,} GPUs", "", usd(hourly),
+                  usd(hourly * HOURS_PER_MONTH, False)])  # fmt: skip
+    return table(["role", "datacenter", "item", "GPUs per instance", "instances", "units",
+                  "unit price", "$/h", "$/month"], items)  # fmt: skip
+
+
+def _orders(b: Bill) -> list[str]:
+    rows = [[md_text(r["datacenter"]), md_text(r["location"]) or "-", md_text(r["product"]),
+             f"{r['nodes']:,} x {md_text(r['unit'])}", f"{r['gpus']:,}", f"{r['spare_gpus']:,}",
+             _price(r), usd(r["cost_usd_per_hour"])]
+            for r in b.rows if r["kind"] == "nodes"]  # fmt: skip
+    return table(["datacenter", "location", "product", "nodes to rent or buy", "GPUs used",
+                  "GPUs idle", "node price", "whole nodes $/h"], rows)  # fmt: skip
+
+
+def _one_time(b: Bill) -> list[str]:
+    rows = [[md_text(r["datacenter"]), md_text(r["product"]), f"{r['units']:,}",
+             usd(r["unit_price_usd"], False) + _flag(r), usd(r["one_time_usd"], False)]
+            for r in b.rows if r["kind"] == "line_install"]  # fmt: skip
+    rows.append(["**total one-time**", "", "", "", usd(b.total_one_time_usd, False)])
+    return table(["between", "line", "lines", "installation each", "one-time $"], rows)
+
+
+def _purchase(b: Bill, years: float) -> list[str]:
+    rows = []
+    for r in (r for r in b.rows if r["kind"] == "purchase"):
+        rent = next(x for x in b.rows if x["kind"] == "nodes" and x["item"] == r["item"]
+                    and x["datacenter"] == r["datacenter"])  # fmt: skip
+        bought = ("-", NO_PURCHASE_PRICE, "-")
+        if r["flag"] != NO_PURCHASE_PRICE:
+            bought = (usd(r["unit_price_usd"], False), usd(r["purchase_usd"], False),
+                      usd(r["cost_usd_per_hour"]))  # fmt: skip
+        rows.append([md_text(r["datacenter"]), md_text(r["product"]), f"{r['units']:,}",
+                     usd(rent["cost_usd_per_hour"]), *bought])  # fmt: skip
+    rows.append(["**total purchase**", "", "", "", "", usd(b.total_purchase_usd, False), ""])
+    return table(["datacenter", "product", "GPUs (whole nodes)", "rent $/h (whole nodes)",
+                  "purchase per GPU", "purchase $", f"bought $/h ({num(years)} years + power)"],
+                 rows)  # fmt: skip
+
+
+def _sources(b: Bill) -> list[str]:
+    seen, rows = set(), []
+    for r in b.rows:
+        key = (r["kind"], r["item"], r.get("price_source"))
+        if key in seen or r["kind"] == "nodes" or not r.get("price_source"):
+            continue
+        seen.add(key)
+        rows.append([md_text(r["item"]), r["kind"].replace("_", " "),
+                     md_text(r["price_source"]), md_text(r.get("source_reference", "")),
+                     md_text(r.get("source_accessed", "") or "-"), r.get("basis", ""),
+                     md_text(r.get("flag", "")) or "-"])  # fmt: skip
+    return table(["item", "figure", "source", "reference", "accessed", "basis", "flag"], rows)
+
+
+def bom_section(data: dict, years: float) -> list[str]:
+    """'9. Bill of materials': what to order, one-time costs, rent or buy, sources, and
+    what is not included."""
+    b: Bill = data["bom"]
+    out = [header_line(data["bom_header"]), "",
+           "Nodes to order: instances packed onto whole nodes per datacenter and GPU type; "
+           "the idle GPUs of the last node are stated (charged in the hourly total only with "
+           "`costs.charge_whole_nodes: true`).", ""]  # fmt: skip
+    out += _orders(b)
+    out += ["", "One-time costs:", ""] + _one_time(b)
+    out += ["", f"Rent or buy: buying the same nodes at the catalog's sourced purchase price, "
+                f"amortised over {num(years)} years (`costs.amortization_years`), plus the "
+                "power of the GPUs in use; the hourly total above is rental.", ""]  # fmt: skip
+    out += _purchase(b, years)
+    out += ["", "Where each price comes from (`bom.csv` carries the full title and note):", ""]
+    out += _sources(b)
+    out += ["", "Not included: " + "; ".join(text for _, text in NOT_INCLUDED) + "."]
+    return out
