@@ -134,6 +134,9 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get("PDD_PLAN_DEBUG") == "1" or "--debug" in args
     args = [a for a in args if a != "--debug"]
+    if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to print
+        _fail(["standard output: found closed; expected an open stdout (a file, a pipe "
+               "or a terminal)"], 2)  # fmt: skip
     command = typer.main.get_command(app)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:

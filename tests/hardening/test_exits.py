@@ -293,3 +293,15 @@ def test_report_interrupted_stops_its_pool(tmp_path, sig, code, word):
     assert errors == [err.rstrip().splitlines()[-1]] and word in errors[0]
     assert still_running(before) == set()
     assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_a_closed_stdout_is_one_error_line(tmp_path):
+    """Started with stdout closed (`pdd-plan version >&-`): Python has no sys.stdout;
+    one line on stderr, exit 2, never an AttributeError traceback."""
+    done = subprocess.run(
+        [*cli_command(), "version"], cwd=tmp_path, env=cli_env(), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: os.close(1),
+    )  # fmt: skip
+    done.stdout = ""  # not captured: it was closed
+    assert_one_error_line(done, 2, "standard output", "closed")
