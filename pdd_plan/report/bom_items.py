@@ -240,6 +240,7 @@ def bill(plan: dict, s: Scenario, catalog) -> Bill:
     rows += node_rows(s, catalog, deployment)
     rows += install_rows(plan, s, catalog)
     rows += purchase_rows(s, catalog, deployment)
+    rows = [r for r in rows if r["units"]]  # a group or line of count 0 is nothing to order
     hourly = sum(r["cost_usd_per_hour"] for r in rows if r["counts_in"] == "total_hourly")
     once = sum(r["one_time_usd"] for r in rows if r["counts_in"] == "total_one_time")
     bought = sum(r["purchase_usd"] for r in rows if r["counts_in"] == "total_purchase")

@@ -297,3 +297,20 @@ def test_bad_cost_keys_are_refused_with_their_key_path(tmp_path, line, found):
         load_scenario(tmp_path / "s.yaml")
     (problem,) = caught.value.problems
     assert problem.key_path == f"costs.{key}" and found in problem.found
+
+
+def test_a_line_or_group_of_count_zero_is_not_a_row(tmp_path):
+    _, scenario, catalog, _ = solved(tmp_path)
+    plan = {"architecture": "pdd",
+            "instances": [{"role": "prefill", "datacenter": "dc_a", "gpu": "h100_sxm",
+                           "gpus_per_instance": 1, "count": 3},
+                          {"role": "relay_decode", "datacenter": "dc_a", "gpu": "h100_sxm",
+                           "gpus_per_instance": 2, "count": 0},
+                          {"role": "main_decode", "datacenter": "dc_b", "gpu": "h20_96g",
+                           "gpus_per_instance": 1, "count": 5}],
+            "lines": [{"tier": "wave_10g", "count": 0}]}  # fmt: skip
+    _, rows = parsed(bom_csv(plan, scenario, catalog))
+    assert not [r for r in rows if r["item"] == "wave_10g" or r["role"] == "relay_decode"]
+    hand = 3 * per_gpu_hour("h100_sxm") + 5 * per_gpu_hour("h20_96g")
+    assert total(rows, "total_hourly", "cost_usd_per_hour") == pytest.approx(hand, abs=0.005)
+    assert total(rows, "total_one_time", "one_time_usd") == 0
