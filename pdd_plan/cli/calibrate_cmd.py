@@ -107,9 +107,11 @@ def steps(
 
 
 def _register() -> None:
+    from pdd_plan.cli.calibrate_observed_cmd import observed
     from pdd_plan.cli.calibrate_serving_cmd import serving
 
     app.command("serving")(serving)
+    app.command("observed")(observed)
 
 
 _register()
