@@ -158,9 +158,22 @@ def _solve_base(s: Scenario, architecture: str, catalog: Catalog, resolution, ti
     return result
 
 
+def _choose(s: Scenario, catalog: Catalog, resolution, time_limit_s) -> tuple[dict, dict]:
+    """`solve`'s choice of architecture, and every architecture's result by name."""
+    from pdd_plan import api
+
+    result, files = api.solve_choosing(s, catalog, resolution, time_limit_s)
+    if result["status"] == "infeasible":
+        raise InfeasibleError(
+            f"{visible(s.name)}: no architecture the scenario allows has a plan, so there is "
+            "nothing to report; `pdd-plan solve` explains why"
+        )
+    return result, {r["architecture"]: r for r in files.solved_each}
+
+
 def build(
     scenario: str | None = None,
-    architecture: str = "pdd",
+    architecture: str | None = None,
     jobs: int | None = None,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
@@ -175,6 +188,11 @@ def build(
     path = resolve_scenario_path(scenario)
     data = load_yaml(path, "a pdd-plan scenario")
     s, _ = edited(data, {}, str(path), catalog)
+    chosen, known = None, {}
+    if architecture is None:  # the report of the architecture `solve` recommends
+        say("solving every architecture the scenario allows")
+        chosen, known = _choose(s, catalog, resolution, time_limit_s)
+        architecture = chosen["plan"]["architecture"]
     points = extra_points(s, catalog, architecture, hit_means)
     sweep = sw.Sweep(str(path), data, points, architecture=architecture,
                      resolution=resolution, time_limit_s=time_limit_s)  # fmt: skip
@@ -185,10 +203,10 @@ def build(
     try:
         point_futures = sw.submit_points(pool, sweep)
         say(f"solving {len(sweep.points)} hit-rate and price cases in {jobs} processes")
-        result = _solve_base(s, architecture, catalog, resolution, time_limit_s)
+        result = chosen or _solve_base(s, architecture, catalog, resolution, time_limit_s)
         say("solving the Markdown report's cases (architectures, prices, explain)")
         s, rdata = api.sizing_report_data(path, architecture, catalog, resolution, time_limit_s,
-                                          solved=result)  # fmt: skip
+                                          solved=result, known=known)  # fmt: skip
         evaluator = _Evaluator(pool, data, str(path), resolution)
         evaluator.add_known("this plan", result)
         for e in rdata["compare"]["architectures"]:

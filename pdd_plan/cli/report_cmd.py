@@ -35,7 +35,9 @@ def report(
     scenario: str = typer.Argument(None, help="a scenario file or shipped name (default: default)"),
     output: str = typer.Option(..., "-o", "--output", help="the HTML file to write"),
     architecture: str = typer.Option(
-        "pdd", "--architecture", help="pdd, cdc_pd, idc_pd or colocated"
+        None,
+        "--architecture",
+        help="force pdd, cdc_pd, idc_pd or colocated (default: the one `solve` recommends)",
     ),
     jobs: int = jobs_option(),
     time_limit: float = time_limit_option(),
@@ -53,7 +55,8 @@ def report(
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.report_build import build
 
-    check_architecture(architecture)
+    if architecture is not None:
+        check_architecture(architecture)
     check_outputs([scenario], {"--output": output, "--markdown": markdown})
     means = _hit_means(hit_rates)
     start = time.perf_counter()

@@ -13,6 +13,8 @@ import html
 import re
 from dataclasses import dataclass
 
+from pdd_plan.report.choice_text import WHAT
+from pdd_plan.report.md_format import ARCH_NAMES
 from pdd_plan.units import HOURS_PER_MONTH
 
 CSS = """
@@ -230,6 +232,7 @@ def key_figures(result: dict) -> str:
     ratio = m["goodput_rps"] / m["offered_rps"]
     return '<div class="cards">' + "".join(
         [
+            _architecture_card(result),
             _card("cost", f"${cost * HOURS_PER_MONTH:,.0f}/month", f"${cost:,.2f} per hour"),
             _card("goodput", f"{m['goodput_rps']:.3g} req/s",
                   f"{m['offered_rps']:.3g} req/s offered ({ratio:.2f}x)"),
@@ -239,6 +242,23 @@ def key_figures(result: dict) -> str:
                   "ok" if m["sla_met"] else "bad"),
         ]
     ) + "</div>"  # fmt: skip
+
+
+def _architecture_card(result: dict) -> str:
+    """Which architecture: solve's choice over the runner-up (the Summary says why), or
+    the one asked for."""
+    arch = result["plan"]["architecture"]
+    name = ARCH_NAMES.get(arch, arch)
+    choice = result.get("architecture_choice")
+    if not choice:
+        return _card("architecture", name, "as asked (--architecture)")
+    if not choice.get("runner_up") or choice.get("ratio") is None:
+        return _card("architecture", name, "the only one with a plan")
+    other = ARCH_NAMES.get(choice["runner_up"], choice["runner_up"])
+    what = "cost" if choice["objective"] == "min_cost" else WHAT[choice["objective"]][4:]
+    how = f"{other} costs {choice['ratio']:.3g}x" if what == "cost" else (
+        f"{choice['ratio']:.3g}x the {what} of {other}")  # fmt: skip
+    return _card("architecture", f"{name} recommended", how)
 
 
 def _figure_html(f: Figure, n: int) -> str:
