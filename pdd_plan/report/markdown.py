@@ -2,8 +2,8 @@
 
 Formatting only. Every figure comes from the dicts `pdd_plan.api.sizing_report_data`
 returns (the `solve` result in the shape of design.md §7, the `compare` result, the
-sensitivity cases, the scenario summary) or from the Scenario itself (prices, roles); the
-one piece of arithmetic here is the bill of materials (`report/bom.py`: GPUs x price).
+sensitivity cases, the scenario summary, the bill of materials of `report/bom_items.py`)
+or from the Scenario itself (prices, roles).
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from pathlib import Path
 
 from pdd_plan.loaders.engine_profile import profile_line
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.report.bom import HOURS_PER_YEAR, bom_rows
+from pdd_plan.report.bom_items import HOURS_PER_YEAR
 from pdd_plan.report.choice_text import recommendation
 from pdd_plan.report.markdown_analysis import (
     assumptions_section,
     explain_section,
     sensitivity_section,
 )
+from pdd_plan.report.markdown_bom import bom_section, cost_table, header_line, order_line
 from pdd_plan.report.md_format import (
     ARCH_NAMES,
     QUANTILES,
@@ -47,6 +48,7 @@ SECTIONS = (
     "6. Explain",
     "7. Other hit rates and prices",
     "8. Assumptions and the direction of their bias",
+    "9. Bill of materials",
 )
 
 # --- sections ------------------------------------------------------------------------
@@ -78,6 +80,7 @@ def _summary(s: Scenario, data: dict) -> list[str]:
         f"- **Rent**: {'; '.join(buy)}.",
         f"- **Cost**: {usd(cost)}/h = {usd(cost * HOURS_PER_MONTH, False)}/month = "
         f"{usd(cost * HOURS_PER_YEAR, False)}/year.",
+        *([order_line(data["bom"])] if data.get("bom") else []),
         f"- **Serves**: {rps(m['goodput_rps'])} within the SLA (goodput), against "
         f"{rps(offered)} offered ({num(m['goodput_rps'] / offered)}x); BCR "
         f"{num(m['bcr_rps_per_usd_hour'], 4)} req/s per $/h; "
@@ -169,58 +172,7 @@ def _scenario(s: Scenario, data: dict) -> list[str]:
 
 def _plan(s: Scenario, data: dict) -> list[str]:
     plan = data["result"]["plan"]
-    rows = bom_rows(plan, s, data["summary"]["line_prices_usd_per_month"])
-    items = []
-    gpus_total = 0
-    for r in rows:
-        dc, role, item, kind, shape, instances, units = r[:7]
-        if kind == "gpu":
-            gpus_total += units
-            items.append(
-                [
-                    role,
-                    dc,
-                    item,
-                    shape,
-                    instances,
-                    f"{units:,} GPUs",
-                    f"{usd(r[8])}/GPU-hour",
-                    usd(r[10]),
-                    usd(r[11], False),
-                ]
-            )
-        else:
-            items.append(
-                [
-                    "WAN line",
-                    dc,
-                    item,
-                    "-",
-                    "-",
-                    f"{units:,} line" + ("s" if units != 1 else ""),
-                    f"{usd(r[8], False)}/line-month",
-                    usd(r[10]),
-                    usd(r[11], False),
-                ]
-            )
-    items.append(
-        [
-            "**total**",
-            "",
-            "",
-            "",
-            "",
-            f"{gpus_total:,} GPUs",
-            "",
-            usd(sum(r[10] for r in rows)),
-            usd(sum(r[11] for r in rows), False),
-        ]
-    )
-    out = table(
-        ["role", "datacenter", "item", "GPUs per instance", "instances", "units", "unit price",
-         "$/h", "$/month"],
-        items,
-    )  # fmt: skip
+    out = cost_table(data["bom"])
     p = plan["policy"]
     out += [""]
     if plan["architecture"] == "pdd":
@@ -236,7 +188,8 @@ def _plan(s: Scenario, data: dict) -> list[str]:
     out += [
         "",
         "The bill of materials (`--bom`, `bom.csv` in `--out`) has the same rows with annual "
-        f"costs; a month is {HOURS_PER_MONTH:g} h.",
+        f"costs, their sources, the nodes to order and the one-time and purchase costs "
+        f"(section 9); a month is {HOURS_PER_MONTH:g} h.",
     ]
     return out
 
@@ -384,6 +337,8 @@ def render_report(s: Scenario, data: dict) -> str:
         f"`{result['solver']['objective']}`, status **{result['status']}**. Figures are those "
         "of `pdd-plan solve --format json` and `pdd-plan compare`; prices are rental and "
         "lease prices in US dollars.",
+        "",
+        header_line(data["bom_header"]),
     ]
     profile = result["solver"].get("engine_profile")
     head += ["", md_text(profile_line(profile) + ".")] if profile else []
@@ -397,6 +352,7 @@ def render_report(s: Scenario, data: dict) -> str:
         explain_section(data),
         sensitivity_section(data),
         assumptions_section(),
+        bom_section(data, s.costs.amortization_years),
     )
     lines = head
     for title, body in zip(SECTIONS, bodies, strict=True):

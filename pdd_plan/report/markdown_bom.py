@@ -21,6 +21,20 @@ def header_line(facts: list[tuple[str, str]]) -> str:
     )
 
 
+def order_line(b: Bill) -> str:
+    """The summary's line: nodes to order, idle GPUs, one-time and purchase totals."""
+    nodes = "; ".join(
+        f"{r['nodes']:,} node{'s' if r['nodes'] != 1 else ''} of "
+        f"{(r['gpus'] + r['spare_gpus']) // r['nodes']} x {md_text(r['item'])} in "
+        f"{md_text(r['datacenter'])} ({r['spare_gpus']:,} idle GPU"
+        f"{'s' if r['spare_gpus'] != 1 else ''})"
+        for r in b.rows if r["kind"] == "nodes"
+    )  # fmt: skip
+    return (f"- **Order**: {nodes}; one-time {usd(b.total_one_time_usd, False)} (line "
+            f"installation); to buy the GPUs with a sourced price "
+            f"{usd(b.total_purchase_usd, False)} (section 9).")  # fmt: skip
+
+
 def _units(row: dict) -> str:
     n = row["units"]
     if row["kind"] == "line_lease":

@@ -25,7 +25,7 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario
 from pdd_plan.report.bom import bom_csv, header_facts
 from pdd_plan.report.bom_items import bill
-from pdd_plan.report.markdown_bom import bom_section, cost_table
+from pdd_plan.report.markdown_bom import bom_section, cost_table, order_line
 from pdd_plan.report.md_format import usd
 
 REPO = Path(__file__).resolve().parents[2]
@@ -277,6 +277,7 @@ def test_the_report_shows_the_same_facts_and_totals(tmp_path, monkeypatch):
     assert usd(total(rows, "total_purchase", "purchase_usd"), False) in section
     assert usd(total(rows, "total_one_time", "one_time_usd"), False) in section
     assert "no sourced purchase price" in section and "Not included: CPUs" in section
+    assert order_line(b).startswith("- **Order**: 1 node of 8 x h100_sxm in dc_a (1 idle GPU)")
     plan_table = cost_table(b)
     assert plan_table[-1].split(" | ")[7] == usd(result["metrics"]["cost_usd_per_hour"])
 
