@@ -42,6 +42,7 @@ datacenters:
     roles: [prefill, relay_decode]
     gpus:
       - {{gpu: h100_sxm}}
+      - {{gpu: h200_sxm, price_usd_per_gpu_hour: 3.5}}
   - id: dc_b
     name: "Ulanqab"
     roles: [main_decode]
@@ -315,3 +316,25 @@ def test_a_line_or_group_of_count_zero_is_not_a_row(tmp_path):
     hand = 3 * per_gpu_hour("h100_sxm") + 5 * per_gpu_hour("h20_96g")
     assert total(rows, "total_hourly", "cost_usd_per_hour") == pytest.approx(hand, abs=0.005)
     assert total(rows, "total_one_time", "one_time_usd") == 0
+
+
+def test_with_every_gpu_priced_the_bom_gives_the_hourly_cost_if_bought(tmp_path):
+    _, scenario, catalog, _ = solved(tmp_path)
+    plan = {"architecture": "pdd",
+            "instances": [{"role": "prefill", "datacenter": "dc_a", "gpu": "h200_sxm",
+                           "gpus_per_instance": 2, "count": 5},
+                          {"role": "main_decode", "datacenter": "dc_b", "gpu": "h200_sxm",
+                           "gpus_per_instance": 1, "count": 3}],
+            "lines": [{"tier": "wave_10g", "count": 1}]}  # fmt: skip
+    _, rows = parsed(bom_csv(plan, scenario, catalog))
+    price, tdp_kw = 32000, gpu_figure("h200_sxm", "tdp_w") / 1e3
+    # dc_a: 10 GPUs -> 2 nodes = 16 bought; dc_b: 3 GPUs -> 1 node = 8 bought
+    assert total(rows, "total_purchase", "purchase_usd") == pytest.approx(24 * price)
+    owned = 24 * price / (3 * 8760) + 13 * tdp_kw * PUE * KWH_USD
+    line = wave_10g()["price_usd_per_month"]["value"] / HOURS_PER_MONTH
+    bought = total(rows, "total_hourly_if_bought", "cost_usd_per_hour")
+    assert bought == pytest.approx(owned + line, abs=0.005)
+    rented = 10 * (3.5 + tdp_kw * PUE * KWH_USD) + 3 * per_gpu_hour("h200_sxm") + line
+    assert total(rows, "total_hourly", "cost_usd_per_hour") == pytest.approx(rented, abs=0.005)
+    (dc_a,) = [r for r in rows if r["kind"] == "gpu_rental" and r["datacenter"] == "dc_a"]
+    assert dc_a["price_source"] == "scenario" and dc_a["flag"] == "scenario price"
