@@ -97,6 +97,10 @@ def wan_shortfalls(scenario, tiers: dict, arch: str, bits: float, rate_rps: floa
     line = wan.max_lines * per_line
     if needs > line:
         lines = math.ceil(needs / per_line)
+        # no line allowed (wan.max_lines 0): no utilisation cap makes room
+        cap_relax = (
+            f", or policy.utilization_cap_frac above {needs / line * cap:.3g}" if line else ""
+        )
         out.append(
             Shortfall(
                 f"WAN line ({wan.max_lines} x {best} at the {cap:.0%} utilisation cap)",
@@ -104,7 +108,7 @@ def wan_shortfalls(scenario, tiers: dict, arch: str, bits: float, rate_rps: floa
                 line / GBIT_BITS,
                 "Gbit/s",
                 f"wan.max_lines at least {lines} (now {wan.max_lines}), or a larger tier "
-                f"in wan.tiers, or policy.utilization_cap_frac above {needs / line * cap:.3g}",
+                f"in wan.tiers{cap_relax}",
             )
         )
     return out

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import re
 from pathlib import Path
 
@@ -32,12 +33,34 @@ def test_negative_zero_pattern_is_what_we_think():
 
 
 @pytest.mark.parametrize("command", ["solve", "explain"])
-def test_no_line_allowed_reads_zero_not_minus_zero(cli, tmp_path, command):
-    """Two datacenters and no line: PDD cannot be planned; the shortfall says 0 allowed."""
+def test_no_line_allowed_is_one_line_without_minus_zero(cli, tmp_path, command):
+    """Two datacenters and no line: PDD cannot be planned (the WAN ceiling check answers
+    first; with no line it divided by zero for the utilisation-cap relaxation)."""
     _scenario(tmp_path, lambda d: d["wan"].__setitem__("max_lines", 0))
-    result = cli(command, "s.yaml", "--time-limit", "5")
-    line = assert_one_error_line(result, 3, "WAN lines: needs 1, 0 allowed (wan.max_lines)")
+    result = cli(command, "s.yaml", "--architecture", "pdd", "--time-limit", "5")
+    line = assert_one_error_line(result, 3, "wan.max_lines at least 1 (now 0)")
     assert not NEGATIVE_ZERO.search(line), line
+
+
+def test_the_elastic_diagnosis_says_0_allowed(tmp_path):
+    """The elastic MILP's line shortfall at wan.max_lines 0: its limit is the -0.0 of a
+    zero right-hand side unless clamped ("needs 1, -0 allowed")."""
+    from pdd_plan.loaders.catalog import Catalog
+    from pdd_plan.loaders.scenario import load_scenario
+    from pdd_plan.plan import elastic
+    from pdd_plan.plan import solve as sv
+
+    _scenario(tmp_path, lambda d: d["wan"].__setitem__("max_lines", 0))
+    catalog = Catalog()
+    s = load_scenario(tmp_path / "s.yaml", catalog)
+    policy = next(iter(sv._policies(s, "pdd")))
+    found = elastic.diagnose(
+        s, catalog.model_for(s), catalog.gpus, catalog.lines, "pdd", policy,
+        s.policy.utilization_cap_frac, (2, 2, 2), 5,
+    )  # fmt: skip
+    lines = [x for x in found.shortfalls if x.family.subject == "WAN lines"]
+    assert [x.line() for x in lines] == ["WAN lines: needs 1, 0 allowed (wan.max_lines)"]
+    assert math.copysign(1.0, lines[0].limit) == 1.0  # +0.0, not -0.0
 
 
 def test_a_badly_named_mix_says_what_a_name_may_be(cli, tmp_path):
