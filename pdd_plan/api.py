@@ -234,8 +234,15 @@ def compare_architectures(
     catalog = catalog or Catalog()
     path = resolve_scenario_path(str(scenario) if scenario else None)
     s = load_scenario(path, catalog)
-    solved = solve_each(s, s.architectures, catalog, resolution, time_limit_s, known)
-    return {"scenario": s.name, "architectures": [r for r, _ in solved]}
+    from pdd_plan import choose
+
+    results = [
+        r for r, _ in solve_each(s, s.architectures, catalog, resolution, time_limit_s, known)
+    ]
+    out = {"scenario": s.name, "architectures": results}
+    if choose.rank(s, results):  # the verdict: what `solve` would recommend
+        out["architecture_choice"] = choose.choice(s, results, catalog)
+    return out
 
 
 # --- the sizing report -----------------------------------------------------------------

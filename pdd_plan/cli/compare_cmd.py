@@ -84,3 +84,7 @@ def compare(
     named = [r["solver"]["engine_profile"] for r in result["architectures"] if r.get("solver")]
     if named:
         console.print(profile_line(named[0]), markup=False)
+    if result.get("architecture_choice"):  # the verdict, as `solve` recommends
+        from pdd_plan.report.choice_text import recommendation
+
+        console.print(recommendation(result["architecture_choice"]), markup=False)

@@ -167,3 +167,42 @@ def test_min_cost_ratio_is_the_runner_ups_cost_over_the_winners():
         }  # fmt: skip
     )
     assert text == "recommended: CDC-PD, the runner-up, PDD, costs 1.5x as much. Why: why"
+
+
+def test_compare_ends_with_the_same_verdict(default_choice):
+    """compare over the same results (given as known: nothing solved again) names the
+    same winner and runner-up as solve."""
+    from pdd_plan.api import compare_architectures
+
+    chosen, forced = default_choice
+    compared = compare_architectures("default", resolution=RESOLUTION, known=forced)
+    verdict = compared["architecture_choice"]
+    assert verdict["winner"] == chosen["architecture_choice"]["winner"]
+    assert verdict["runner_up"] == chosen["architecture_choice"]["runner_up"]
+
+
+CHOSEN = {
+    "plan": {"architecture": "cdc_pd"},
+    "architecture_choice": {
+        "winner": "cdc_pd", "runner_up": "idc_pd", "objective": "max_bcr", "ratio": 1.28,
+        "reason": "CDC-PD costs $224.43/h against IDC-PD's $287.28/h",
+    },
+}  # fmt: skip
+
+
+def test_the_report_summary_leads_with_which_and_why():
+    from pdd_plan.report.markdown import _architecture
+
+    text = _architecture(CHOSEN).replace("\\", "")  # as rendered: Markdown escapes dropped
+    assert text.startswith("**CDC-PD** recommended: 1.28x the BCR of the runner-up, IDC-PD.")
+    assert "$224.43/h against IDC-PD's $287.28/h" in text
+    forced = _architecture({"plan": {"architecture": "pdd"}})
+    assert forced.startswith("PDD, as asked")
+
+
+def test_the_html_cards_name_the_architecture():
+    from pdd_plan.report.html import _architecture_card
+
+    card = _architecture_card(CHOSEN)
+    assert "CDC-PD recommended" in card and "1.28x the BCR of IDC-PD" in card
+    assert "as asked" in _architecture_card({"plan": {"architecture": "pdd"}})
