@@ -3,8 +3,9 @@
 The bill of materials and the sizing report print the digest at their top, so a reader can
 tell whether two files were priced from the same catalog. The files, in this fixed order:
 `sources.yaml`, `lines.yaml`, every `gpus/*.yaml` sorted by name, then the scenario's
-`models/<id>.yaml`. The digest is the SHA-256 of, for each file in that order, its path
-relative to the catalog folder (POSIX, UTF-8), a NUL byte, its bytes and a NUL byte.
+`models/<id>.yaml` (left out when the model is not a catalog entry). The digest is the
+SHA-256 of, for each file in that order, its path relative to the catalog folder (POSIX,
+UTF-8), a NUL byte, its bytes and a NUL byte.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from pathlib import Path
 def catalog_files(root: Path, model_id: str) -> list[Path]:
     """The catalog files a run reads, relative to `root`, in the digest's order."""
     gpus = sorted(p.relative_to(root) for p in (Path(root) / "gpus").glob("*.yaml"))
-    return [Path("sources.yaml"), Path("lines.yaml"), *gpus, Path("models") / f"{model_id}.yaml"]
+    model = Path("models") / f"{model_id}.yaml"
+    models = [model] if (Path(root) / model).is_file() else []
+    return [Path("sources.yaml"), Path("lines.yaml"), *gpus, *models]
 
 
 def catalog_digest(root: Path, model_id: str) -> str:

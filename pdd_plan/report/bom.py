@@ -55,14 +55,15 @@ def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str
     """What the BOM and the sizing report print at their top, in this order."""
     files = catalog_files(catalog.root, s.model)
     gpus = sum(1 for f in files if f.parts[0] == "gpus")
+    models = [f.as_posix() for f in files if f.parts[0] == "models"]
     c = s.costs
     return [
         ("scenario", s.name),
         ("tool_version", f"pdd-plan {__version__}"),
         ("generated_utc", generated_utc()),
         ("catalog_sha256", catalog_digest(catalog.root, s.model)),
-        ("catalog_files", f"sources.yaml, lines.yaml, gpus/*.yaml ({gpus} files), "
-                          f"models/{s.model}.yaml, in that order (README: bill of materials)"),
+        ("catalog_files", ", ".join(["sources.yaml", "lines.yaml", f"gpus/*.yaml ({gpus} files)",
+                                     *models]) + ", in that order (README: bill of materials)"),
         ("architecture", architecture),
         ("hourly_basis", "rental and lease prices; power "
                          + (f"included (PUE {c.pue:g}, ${c.power_usd_per_kwh:g}/kWh)"
