@@ -56,7 +56,11 @@ def _objective(value, metric: str) -> str:
 
 
 def print_explanation(result: dict) -> None:
+    from pdd_plan.loaders.engine_profile import profile_line
+
     obj = result["objective"]
+    if "engine_profile" in result:
+        console.print(profile_line(result["engine_profile"]), markup=False)
     console.print(
         f"[bold]{safe(result['scenario'])}[/]: {result['architecture']} plan, objective "
         f"{obj['kind']} ({obj['metric']} {_objective(obj['value'], obj['metric'])}); sized "

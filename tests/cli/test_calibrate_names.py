@@ -1,0 +1,37 @@
+"""Issue #13, Done-when: results name the engine profile they were computed with, its
+source and its cross-validated error (here: `explain`, which did not)."""
+
+import json
+
+import yaml
+
+PROFILE = {
+    "name": "fitted_here",
+    "engine": "vllm",
+    "engine_version": "0.20",
+    "gpu": "h200_sxm",
+    "parameters": {"memory_efficiency_frac": 0.9},
+    "cv_error_frac": {"ttft": 0.07, "tpot": 0.03},
+}
+
+
+def test_explain_names_the_profile(run_cli, tmp_path):
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(PROFILE))
+    args = ["explain", "--time-limit", "5", "--engine-profile", "p.yaml"]
+    result = run_cli(*args, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    named = json.loads(result.stdout)["engine_profile"]
+    assert named["name"] == "fitted_here" and named["source"].endswith("p.yaml")
+    assert named["cv_error_frac"] == {"ttft": 0.07, "tpot": 0.03}
+    assert named["identity"] is False
+    table = run_cli(*args)
+    assert table.returncode == 0, table.stderr
+    text = " ".join(table.stdout.split())
+    assert "engine profile: fitted_here" in text and "ttft 7 %, tpot 3 %" in text
+
+
+def test_explain_without_a_profile_says_it_is_the_plain_roofline(run_cli):
+    result = run_cli("explain", "--time-limit", "5", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    named = json.loads(result.stdout)["engine_profile"]
+    assert named["identity"] is True and named["source"] == "built-in"
