@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,6 +101,7 @@ def solve_choosing(
     failed (the CLI names the shortfall)."""
     from pdd_plan import choose
 
+    start = time.perf_counter()
     solved = solve_each(s, s.architectures, catalog, resolution, time_limit_s)
     results = [r for r, _ in solved]
     ranked = choose.rank(s, results)
@@ -121,6 +123,9 @@ def solve_choosing(
     files = next(f for r, f in solved if r is winner)
     out = {k: v for k, v in winner.items() if k != "architecture"}
     out["architecture_choice"] = choose.choice(s, results, catalog)
+    # the answer took every architecture's solve: the wall time is theirs together
+    out["solver"] = {**out["solver"], "wall_s": time.perf_counter() - start,
+                     "architectures_solved": len(results)}  # fmt: skip
     return out, dataclasses.replace(files, solved_each=tuple(results))
 
 

@@ -121,8 +121,10 @@ def solve(
     print_choice(result)
     print_result(result)
     s = result["solver"]
+    each = s.get("architectures_solved")
     console.print(
-        f"solved in {s['wall_s']:.1f} s with {s['name']} (objective {s['objective']}, "
+        (f"{each} architectures solved" if each else "solved")
+        + f" in {s['wall_s']:.1f} s with {s['name']} (objective {s['objective']}, "
         f"sized for {s['sized_rate_rps']:.3g} req/s); {len(s['pruned_candidates'])} "
         "candidates pruned (`--format json` lists them with the reason)"
     )
