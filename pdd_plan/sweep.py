@@ -206,6 +206,7 @@ def _solve_or_evaluate(sweep: Sweep, edits: dict, catalog: Catalog) -> dict:
 
 def evaluate_loaded(s, plan_path: str, catalog: Catalog, resolution) -> dict:
     """`pdd-plan evaluate`'s result for a scenario already loaded (edited)."""
+    from pdd_plan.loaders.engine_profile import profile_summary
     from pdd_plan.loaders.plan_file import load_plan
     from pdd_plan.model.deployment_json import plan_json
     from pdd_plan.model.evaluate import evaluate, prepare
@@ -213,7 +214,9 @@ def evaluate_loaded(s, plan_path: str, catalog: Catalog, resolution) -> dict:
     deployment = load_plan(plan_path, s, catalog)
     model = catalog.model_for(s)
     metrics, _ = evaluate(prepare(s, deployment, model, catalog.gpus, catalog.lines, resolution))
-    return {"status": "evaluated", "plan": plan_json(deployment), "metrics": metrics.to_json()}
+    out = {"status": "evaluated", "plan": plan_json(deployment), "metrics": metrics.to_json()}
+    out["metrics"]["engine_profile"] = profile_summary(s.engine.profile)  # as evaluate's (#13)
+    return out
 
 
 def run_point(sweep: Sweep, index: int, catalog: Catalog | None = None) -> dict:

@@ -35,3 +35,21 @@ def test_explain_without_a_profile_says_it_is_the_plain_roofline(run_cli):
     assert result.returncode == 0, result.stderr
     named = json.loads(result.stdout)["engine_profile"]
     assert named["identity"] is True and named["source"] == "built-in"
+
+
+def test_sweep_points_name_the_profile_when_evaluating_a_plan(run_cli, tmp_path):
+    import pdd_plan
+
+    root = __import__("pathlib").Path(pdd_plan.__file__).parent.parent
+    plan = str(root / "scenarios" / "plans" / "pdd-paper-idc_pd.yaml")
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(PROFILE))
+    result = run_cli(
+        "sweep", "pdd-paper", "--plan", plan, "--vary", "workload.arrival_rate_per_s=30,40",
+        "--engine-profile", "p.yaml", "--jobs", "1", "--format", "json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    points = json.loads(result.stdout)["points"]
+    assert len(points) == 2
+    for point in points:
+        named = point["metrics"]["engine_profile"]
+        assert named["name"] == "fitted_here" and named["cv_error_frac"]["tpot"] == 0.03
