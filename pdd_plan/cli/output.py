@@ -74,6 +74,7 @@ def table(title: str, columns: list[str], rows: list[list], caption: str = "") -
 def check_architecture(architecture: str) -> None:
     """`--architecture` must name one of the architectures the models know."""
     from pdd_plan.errors import InputError
+    from pdd_plan.loaders.suggest import did_you_mean
     from pdd_plan.model.deployment import ARCHITECTURE_ROLES
 
     if architecture not in ARCHITECTURE_ROLES:
@@ -82,4 +83,5 @@ def check_architecture(architecture: str) -> None:
             "--architecture",
             repr(architecture),
             f"one of {', '.join(ARCHITECTURE_ROLES)}",
+            did_you_mean(architecture, ARCHITECTURE_ROLES),
         )

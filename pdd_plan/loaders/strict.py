@@ -7,7 +7,6 @@ problems instead of stopping at the first, so a user fixes a file in one pass.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ import yaml
 
 from pdd_plan.errors import InputError, Problem
 from pdd_plan.loaders.input_files import MIB, read_input_bytes, shown_path
+from pdd_plan.loaders.suggest import did_you_mean
 
 # Size caps per kind of file: far above any real one (the shipped files are under 20 KiB, a
 # scenario with 10,000 bins about 600 KiB), low enough that parsing the largest allowed
@@ -193,11 +193,6 @@ def describe(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def did_you_mean(word: str, choices) -> str:
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else ""
-
-
 class Problems:
     """The problems of one file, collected as the reader walks it."""
 
@@ -366,6 +361,11 @@ class Node:
 
     def reference(self, known, what: str, *, required: bool = True, default=None) -> str | None:
         """An id that must name something that exists (a GPU, a tier, a datacenter)."""
+        raw = self.value
+        if isinstance(raw, str) and raw.strip() and not ID_PATTERN.fullmatch(raw):
+            # `qwen3-32b`, `wave_10G`: not an id, but close to one; say which
+            self.fail(f"a known {what} id", did_you_mean(raw, known))
+            return default
         value = self.identifier(required=required, default=default)
         if value is not None and value not in known:
             self.fail(f"a known {what} id", did_you_mean(value, known))
