@@ -329,19 +329,24 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Drop the points not started, end the running ones and wait for the workers to
     exit, so that none outlives an interrupted caller."""
     workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         worker.terminate()
     for worker in workers:
         worker.join(timeout=5)
+    if manager is not None:  # let it close its wake-up pipe before the interpreter exits:
+        manager.join(timeout=5)  # else Python's exit hook may write to it as it closes
 
 
-def submit_points(pool: ProcessPoolExecutor, sweep: Sweep) -> dict:
-    """future -> point index, for every point of `sweep`."""
-    return {pool.submit(run_point, sweep, i): i for i in range(len(sweep.points))}
+def submit_points(pool: ProcessPoolExecutor, sweep: Sweep, indices=None) -> dict:
+    """future -> point index, for the points `indices` of `sweep` (default: every one)."""
+    indices = range(len(sweep.points)) if indices is None else indices
+    return {pool.submit(run_point, sweep, i): i for i in indices}
 
 
-def _failed_row(sweep: Sweep, i: int, exc: BaseException) -> dict:
+def failed_row(sweep: Sweep, i: int, exc: BaseException) -> dict:
+    """The row of point `i` whose worker died (killed, out of memory, a lost node)."""
     return {"index": i, "values": dict(sweep.points[i]), "status": "error",
             "error": f"worker failed: {type(exc).__name__}: {exc}", "plan": None,
             "metrics": None, "wall_s": None}  # fmt: skip
@@ -355,10 +360,13 @@ def collect(futures: dict, sweep: Sweep, on_done: Callable[[dict], None] | None 
         try:
             rows[i] = future.result()
         except Exception as exc:  # the worker died (killed, out of memory)
-            rows[i] = _failed_row(sweep, i, exc)
+            rows[i] = failed_row(sweep, i, exc)
         if on_done:
             on_done(rows[i])
     return rows
+
+
+EXECUTORS = ("local", "ray")
 
 
 def run(
@@ -366,22 +374,40 @@ def run(
     jobs: int | None = None,
     on_done: Callable[[dict], None] | None = None,
     catalog: Catalog | None = None,
+    done: dict[int, dict] | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> list[dict]:
-    """Every point of `sweep`, in point order: with `jobs` 1 here, one after another, else
-    in that many worker processes (`process_pool`). `on_done` sees each row as it ends."""
-    jobs = job_count(jobs, len(sweep.points))
-    if jobs == 1:
-        rows = []
-        for i in range(len(sweep.points)):
-            rows.append(run_point(sweep, i, catalog))
+    """Every point of `sweep`, in point order. The points in `done` (index -> row, from a
+    journal) are not run again; the others run here one after another (`jobs` 1), in that
+    many worker processes (`process_pool`), or as Ray tasks (`executor` "ray": on the
+    cluster at `ray_address`, else on a local Ray instance of `jobs` CPUs). `on_done` sees
+    each new row as it ends."""
+    done = done or {}
+    todo = [i for i in range(len(sweep.points)) if i not in done]
+    if executor == "ray":
+        from pdd_plan.sweep_ray import run_on_ray
+
+        new = run_on_ray(sweep, todo, jobs or cpu_count(), on_done, ray_address)
+    else:
+        new = _run_local(sweep, todo, job_count(jobs, max(1, len(todo))), on_done, catalog)
+    merged = {**done, **new}
+    return [merged[i] for i in range(len(sweep.points))]
+
+
+def _run_local(sweep: Sweep, todo: list[int], jobs: int, on_done, catalog) -> dict[int, dict]:
+    if jobs == 1 or len(todo) <= 1:
+        rows = {}
+        for i in todo:
+            rows[i] = run_point(sweep, i, catalog)
             if on_done:
-                on_done(rows[-1])
+                on_done(rows[i])
         return rows
     pool = process_pool(jobs)
     try:
-        rows = collect(submit_points(pool, sweep), sweep, on_done)
+        rows = collect(submit_points(pool, sweep, todo), sweep, on_done)
     except BaseException:  # an interrupt: the points running are stopped too
         stop_pool(pool)
         raise
     pool.shutdown(wait=True)
-    return rows
+    return {i: rows[i] for i in todo}

@@ -31,6 +31,7 @@ _PLOTS = ("bathtub", "pareto", "composition", "cost", "bcr")
 RUN_FILES = frozenset(
     {"plan.json", "bom.csv", "scenario.json", "run.json", "report.md", "sweep.csv", "sweep.json"}
     | {f"{name}.{ext}" for name in _PLOTS for ext in ("svg", "png")}
+    | {".sweep-journal.jsonl"}  # an unfinished sweep's journal (sweep_journal.py)
 )  # what `solve --out` and `sweep --out` write: a folder of only these may be replaced
 
 

@@ -22,7 +22,7 @@ VARY_HELP = (
 )
 
 
-def _progress(total: int, jobs: int):
+def _progress(total: int, label: str):
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -34,7 +34,7 @@ def _progress(total: int, jobs: int):
     )
 
     return Progress(
-        TextColumn(f"sweep ({jobs} process{'es' if jobs > 1 else ''})"),
+        TextColumn(f"sweep ({label})"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[failed]} failed"),
@@ -46,29 +46,44 @@ def _progress(total: int, jobs: int):
     )
 
 
-def run_with_progress(sweep, jobs: int) -> tuple[list[dict], float]:
-    """The sweep's rows with a progress bar (and ETA) on stderr, and the wall time."""
+def _workers(jobs: int, executor: str, ray_address: str | None) -> str:
+    if executor == "ray":
+        return f"Ray cluster {ray_address}" if ray_address else f"local Ray, {jobs} CPUs"
+    return f"{jobs} process{'es' if jobs > 1 else ''}"
+
+
+def run_with_progress(sweep, jobs: int, journal=None, done=None, executor: str = "local",
+                      ray_address: str | None = None) -> tuple[list[dict], float]:  # fmt: skip
+    """The sweep's rows with a progress bar (and ETA) on stderr, and the wall time. Each
+    new row goes to `journal` as it ends; the rows in `done` (resumed) count as done."""
     from pdd_plan import sweep as sw
+    from pdd_plan.sweep_journal import as_stored
 
+    done = done or {}
     start = time.perf_counter()
-    with _progress(len(sweep.points), jobs) as progress:
-        task = progress.add_task("points", total=len(sweep.points), failed=0)
-        failed = 0
+    failed = sum(r["status"] not in sw.OK_STATUSES for r in done.values())
+    with _progress(len(sweep.points), _workers(jobs, executor, ray_address)) as progress:
+        task = progress.add_task("points", total=len(sweep.points), failed=failed,
+                                 completed=len(done))  # fmt: skip
 
-        def done(row: dict) -> None:
+        def on_done(row: dict) -> None:
             nonlocal failed
-            failed += row["status"] not in ("optimal", "feasible", "evaluated")
+            if journal is not None:
+                journal.append(row)
+            failed += row["status"] not in sw.OK_STATUSES
             progress.update(task, advance=1, failed=failed)
 
         try:
-            rows = sw.run(sweep, jobs, on_done=done)
+            rows = sw.run(sweep, jobs, on_done, done=done, executor=executor,
+                          ray_address=ray_address)  # fmt: skip
         except BaseException:
             progress.console.quiet = True  # an interrupt's one error line stands alone
             raise
-    return rows, time.perf_counter() - start
+    return [as_stored(r) for r in rows], time.perf_counter() - start
 
 
-def summary(sweep, rows: list[dict], jobs: int, wall_s: float) -> dict:
+def summary(sweep, rows: list[dict], jobs: int, wall_s: float, executor: str = "local",
+            resumed: int = 0) -> dict:  # fmt: skip
     ok = [r for r in rows if r["status"] in ("optimal", "feasible", "evaluated")]
     return {
         "scenario": sweep.label,
@@ -79,6 +94,8 @@ def summary(sweep, rows: list[dict], jobs: int, wall_s: float) -> dict:
         "axes": [{"key": a.key, "values": list(a.values)} for a in sweep.axes],
         "points_total": len(rows),
         "points_failed": len(rows) - len(ok),
+        "points_resumed": resumed,
+        "executor": executor,
         "jobs": jobs,
         "wall_s": wall_s,
     }
@@ -122,6 +139,40 @@ def _print_table(sweep, rows: list[dict]) -> None:
     table(f"sweep of {Path(sweep.label).name}", cols, body)
 
 
+def _check_executor(executor: str, ray_address: str | None, resume: bool, out) -> None:
+    """The executor options, checked before any work (Ray itself imported only if asked)."""
+    from pdd_plan.errors import InputError
+    from pdd_plan.sweep import EXECUTORS
+
+    if executor not in EXECUTORS:
+        raise InputError.single("command line", "--executor", repr(executor), "local or ray")
+    if ray_address is not None and executor != "ray":
+        raise InputError.single("command line", "--ray-address", "it without --executor ray",
+                                "--executor ray with it")  # fmt: skip
+    if resume and not out:
+        raise InputError.single("command line", "--resume", "it without --out",
+                                "--out DIR naming the interrupted sweep's folder")  # fmt: skip
+    if executor == "ray":
+        from pdd_plan.sweep_ray import import_ray
+
+        import_ray()
+
+
+def _journal(out: str, spec, catalog, resume: bool):
+    """The journal in `out` (opened, locked) and the rows it already holds."""
+    from pdd_plan.sweep_journal import open_journal, sweep_key
+
+    journal, done, replaced = open_journal(out, sweep_key(spec, catalog.root), spec.points,
+                                           resume)  # fmt: skip
+    if replaced:
+        typer.echo(f"note: {safe(out)}: an unfinished sweep's journal replaced (--resume "
+                   "continues one)", err=True)  # fmt: skip
+    if resume:
+        typer.echo(f"note: resuming: {len(done)} of {len(spec.points)} points already done",
+                   err=True)  # fmt: skip
+    return journal, done
+
+
 def sweep(
     scenario: str = typer.Argument(None, help="a scenario file or shipped name (default: default)"),
     vary: list[str] = typer.Option(..., "--vary", help=VARY_HELP),
@@ -140,6 +191,15 @@ def sweep(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    executor: str = typer.Option(
+        "local", "--executor", help="local (a process pool) or ray (Ray tasks; pdd-plan[ray])"
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="a running Ray cluster (default: a local Ray instance)"
+    ),
+    resume: bool = typer.Option(
+        False, "--resume", help="with --out: skip the points an interrupted run finished"
+    ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
 ) -> None:
     """Solve (or evaluate a plan) at every point of a grid of scenario values."""
@@ -150,6 +210,7 @@ def sweep(
     from pdd_plan.loaders.catalog import Catalog
 
     check_architecture(architecture)
+    _check_executor(executor, ray_address, resume, out)
     check_outputs([scenario, plan], folders={"--out": out})
     catalog = Catalog()
     spec = sw.prepare(scenario, vary, objective, architecture, plan, time_limit_s=time_limit,
@@ -157,22 +218,31 @@ def sweep(
     jobs, note = sw.job_plan(jobs, len(spec.points))
     if note:
         typer.echo(f"note: {note}", err=True)
-    rows, wall_s = run_with_progress(spec, jobs)
-    info = summary(spec, rows, jobs, wall_s)
+    journal, done = _journal(out, spec, catalog, resume) if out else (None, {})
+    try:
+        rows, wall_s = run_with_progress(spec, jobs, journal, done, executor, ray_address)
+    finally:
+        if journal is not None:
+            journal.close()
+    info = summary(spec, rows, jobs, wall_s, executor, len(done))
     if out:
         from pdd_plan.plan.scenario_edit import edited
 
         mean = edited(spec.data, {}, spec.label, catalog)[0].workload.prefix_hit_rate.mean()
-        write_out(Path(out), spec, rows, info, mean)
-    if format is Format.json:
-        print_json({**info, "points": rows})
-    else:
-        _print_table(spec, rows)
-        console.print(
-            f"{info['points_total']} points ({info['points_failed']} failed) in {wall_s:.1f} s "
-            f"with {jobs} process{'es' if jobs > 1 else ''}"
-            + (f"; files in {safe(out)}" if out else "")
-        )
+        write_out(Path(out), spec, rows, info, mean)  # the journal goes with the old folder
+    _print(spec, rows, info, format, out, _workers(jobs, executor, ray_address))
     failed = sw.all_failed_error(rows, spec.label)  # some points failed: exit 0, counted
     if failed is not None:
         raise failed
+
+
+def _print(spec, rows: list[dict], info: dict, format: Format, out, workers: str) -> None:
+    if format is Format.json:
+        print_json({**info, "points": rows})
+        return
+    _print_table(spec, rows)
+    resumed = f", {info['points_resumed']} resumed" if info["points_resumed"] else ""
+    console.print(
+        f"{info['points_total']} points ({info['points_failed']} failed{resumed}) in "
+        f"{info['wall_s']:.1f} s with {workers}" + (f"; files in {safe(out)}" if out else "")
+    )

@@ -159,8 +159,10 @@ def test_sweep_interrupted_stops_workers_and_writes_nothing(tmp_path, sig, code,
     assert_interrupted(rc, out, err, code, word)
     assert len(before) >= 2, before  # the pool's workers were there to be stopped
     assert still_running(before) == set()
-    assert not (tmp_path / "out").exists()
-    assert [p.name for p in tmp_path.iterdir()] == []  # no temporary file left either
+    # the folder holds only the journal of the points finished (`sweep --resume` continues
+    # it), and no temporary file is left either
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [".sweep-journal.jsonl"]
 
 
 def test_sweep_interrupted_keeps_a_previous_out_folder(tmp_path):
@@ -170,7 +172,7 @@ def test_sweep_interrupted_keeps_a_previous_out_folder(tmp_path):
     before = checksums(tmp_path)
     rc, stdout, err, _ = signal_when([*SWEEP, "--out", out], tmp_path, workers_started(2))
     assert_interrupted(rc, stdout, err, 130, "interrupted")
-    assert checksums(tmp_path) == before
+    assert _h.changed(before, checksums(tmp_path)) == {"out/.sweep-journal.jsonl"}
 
 
 @pytest.mark.parametrize("sig, code, word", [(signal.SIGINT, 130, "interrupted"),
