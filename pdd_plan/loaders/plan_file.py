@@ -1,4 +1,8 @@
-"""Plan files (YAML with the `plan` keys of design.md §7) -> Deployment, strictly."""
+"""Plan files -> Deployment, strictly.
+
+A plan file is YAML with the `plan` keys of design.md §7; the JSON result of `solve` or
+`evaluate` (and `solve --out DIR`'s plan.json) is one too, its result keys skipped; a bare
+plan mapping (the `plan` keys at the top level) is read as well."""
 
 from __future__ import annotations
 
@@ -78,15 +82,31 @@ def _policy(node: Node) -> RoutingPolicy:
     )
 
 
+# what a solve or evaluate result (`--format json`, `--out DIR`'s plan.json) holds beside
+# its `plan`: written by the tool, so known and not read back
+RESULT_KEYS = ("scenario", "status", "metrics", "solver", "role_arithmetic", "architecture_choice")
+_PLAN_KEYS = {"architecture", "instances", "lines", "policy"}
+
+
+def _plan_node(root: Node) -> Node:
+    """The plan mapping of a file: under `plan:` (a plan file, or a result document), or
+    the file's top level itself (a bare plan: `architecture:`, `instances:`...)."""
+    value = root.value
+    if isinstance(value, dict) and "plan" not in value and _PLAN_KEYS & set(value):
+        return root
+    top = root.mapping(required=("plan",), optional=RESULT_KEYS)
+    return top["plan"] if top else root
+
+
 def load_plan(path: Path | str, scenario: Scenario, catalog: Catalog | None = None) -> Deployment:
     """Read a plan file against its scenario; every problem is reported at once."""
     path = Path(path)
     catalog = catalog or Catalog()
     problems = Problems(str(path))
     root = Node(load_yaml(path, "a pdd-plan plan file"), "", problems)
-    top = root.mapping(required=("plan",), optional=("scenario", "status", "metrics"))
+    plan = _plan_node(root)
     problems.raise_if_any()
-    f = top["plan"].mapping(required=("architecture", "instances"), optional=("lines", "policy"))
+    f = plan.mapping(required=("architecture", "instances"), optional=("lines", "policy"))
     problems.raise_if_any()
     architecture = f["architecture"].choice(tuple(ARCHITECTURE_ROLES), required=True)
     instances = _instances(f["instances"], scenario, architecture)

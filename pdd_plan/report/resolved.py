@@ -1,27 +1,164 @@
-"""The resolved scenario (every default filled in, SI units) as JSON, for `--out`."""
+"""The resolved scenario for `--out`: the scenario file's own keys and units, with every
+default filled in, so the file is itself a scenario (`scenario validate`, `solve`).
+
+Keys carry their units as in a scenario file (`rtt_ms`, `tpot_p90_ms`, `power_budget_kw`);
+values converted from SI are rounded to 12 significant digits, so 50 ms stays 50, not
+50.00000000000001. Empty texts and empty lists are left out (a scenario file may not hold
+them); null stands for the loader's default where the loader accepts one.
+"""
 
 from __future__ import annotations
 
-import dataclasses
+from pathlib import Path
 
-from pdd_plan.model.scenario import Scenario
+from pdd_plan.model import scenario as sc
 
 
-def _plain(value):
-    if dataclasses.is_dataclass(value):
-        out = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        if hasattr(value, "kind"):
-            out["kind"] = value.kind
-        return out
-    if isinstance(value, dict):
+def _round(value: float | None, scale: float = 1.0) -> float | int | None:
+    if value is None:
+        return None
+    scaled = float(f"{value * scale:.12g}")
+    return int(scaled) if scaled.is_integer() and abs(scaled) < 2**53 else scaled
+
+
+def _percentile_key(pct: float) -> str:
+    return f"{pct:g}"
+
+
+def _distribution(dist) -> dict:
+    if dist.kind == "bins":
+        bins = zip(dist.lows, dist.highs, dist.shares, strict=True)
         return {
-            "-".join(k) if isinstance(k, tuple) else str(k): _plain(v) for k, v in value.items()
+            "kind": "bins",
+            "bins": [{"low": lo, "high": hi, "share": _round(s)} for lo, hi, s in bins],
         }
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+    if dist.kind == "empirical":
+        return {"kind": "empirical", "values": list(dist.values), "weights": list(dist.weights)}
+    fields = {
+        "fixed": ("value",),
+        "lognormal": ("median", "sigma", "low", "high"),
+        "beta": ("alpha", "beta", "low", "high"),
+    }[dist.kind]
+    return {"kind": dist.kind, **{f: getattr(dist, f) for f in fields}}
 
 
-def scenario_json(scenario: Scenario) -> dict:
-    """All fields in SI units (seconds, bits/s, USD/h): the names say which."""
-    return {"units": "SI (seconds, bits per second, watts, USD)", **_plain(scenario)}
+def _datacenter(dc: sc.Datacenter) -> dict:
+    offers = []
+    for o in dc.gpus:
+        offer = {"gpu": o.gpu, "price_usd_per_gpu_hour": o.price_usd_per_gpu_hour}
+        offer["max_gpus"] = o.max_gpus
+        if o.gpus_per_instance:
+            offer["gpus_per_instance"] = list(o.gpus_per_instance)
+        offers.append(offer)
+    out = {"id": dc.id, "roles": list(dc.roles), "gpus": offers}
+    out["power_budget_kw"] = _round(dc.power_budget_w, 1e-3)
+    out["budget_usd_per_hour"] = dc.budget_usd_per_hour
+    if dc.name:
+        out["name"] = dc.name
+    return out
+
+
+def _wan(wan: sc.Wan) -> dict:
+    out = {
+        "rtt_ms": _round(wan.rtt_s, 1e3),
+        "tiers": list(wan.tiers),
+        "tier_prices_usd_per_month": dict(wan.tier_price_usd_per_month),
+        "per_connection_gbit_per_s": _round(wan.per_connection_bits_per_s, 1e-9),
+        "connection_pool_size": wan.connection_pool_size,
+        "max_lines": wan.max_lines,
+    }
+    if wan.link_rtt_s:
+        out["links"] = [
+            {"between": [a, b], "rtt_ms": _round(rtt, 1e3)}
+            for (a, b), rtt in wan.link_rtt_s.items()
+        ]
+    return out
+
+
+def _workload(w: sc.Workload) -> dict:
+    out = {
+        "arrival_rate_per_s": w.arrival_rate_per_s,
+        "burstiness_cv2": w.burstiness_cv2,
+        "input_tokens": _distribution(w.input_tokens),
+        "output_tokens": _distribution(w.output_tokens),
+        "prefix_hit_rate": _distribution(w.prefix_hit_rate),
+    }
+    if w.hit_rate_alternatives:
+        out["prefix_hit_rate_alternatives"] = {
+            name: _distribution(d) for name, d in w.hit_rate_alternatives.items()
+        }
+    return out
+
+
+def _sla(sla: sc.Sla) -> dict:
+    out = {f"ttft_p{_percentile_key(p)}_s": _round(v) for p, v in sla.ttft_s.items()}
+    out.update({f"tpot_p{_percentile_key(p)}_ms": _round(v, 1e3) for p, v in sla.tpot_s.items()})
+    return out
+
+
+def _policy(p: sc.Policy) -> dict:
+    c = p.short_output_cutoff
+    return {
+        "rld_hit_threshold": p.rld_hit_threshold if p.rld_hit_threshold is not None else "auto",
+        "handoff": p.handoff,
+        "short_output_cutoff": {
+            "enabled": c.enabled,
+            "max_output_tokens": c.max_output_tokens,
+            "min_input_tokens": c.min_input_tokens,
+        },
+        "utilization_cap_frac": p.utilization_cap_frac,
+        "decode_cache_capacity_tokens": p.decode_cache_capacity_tokens,
+    }
+
+
+def _engine(e: sc.Engine) -> dict:
+    out: dict = {"decode_kv_bytes_per_token": e.decode_kv_bytes_per_token}
+    if e.decode_kv_source:
+        out["decode_kv_source"] = e.decode_kv_source
+    out["handoff_fixed_ms"] = _round(e.handoff_fixed_s, 1e3)
+    if e.handoff_fixed_source:
+        out["handoff_fixed_source"] = e.handoff_fixed_source
+    out["reserve_max_output"] = e.reserve_max_output
+    source = e.profile.source
+    if not e.profile.is_identity() and source and source != "built-in":
+        out["profile"] = str(Path(source).resolve())  # absolute: the run folder moves
+    return out
+
+
+def scenario_json(scenario: sc.Scenario) -> dict:
+    """The scenario as a scenario file that reads back to the same scenario."""
+    s = scenario
+    out: dict = {"name": s.name}
+    if s.description:
+        out["description"] = s.description
+    model_file = getattr(s, "model_file", "")
+    if model_file:
+        out["model_file"] = str(Path(model_file).resolve())  # absolute: the run folder moves
+    else:
+        out["model"] = s.model
+    out.update({"kv_dtype": s.kv_dtype, "weight_dtype": s.weight_dtype})
+    out["datacenters"] = [_datacenter(dc) for dc in s.datacenters]
+    if s.wan.tiers:  # a one-datacenter scenario has no WAN to describe
+        out["wan"] = _wan(s.wan)
+    out.update(
+        {
+            "workload": _workload(s.workload),
+            "sla": _sla(s.sla),
+            "objective": {
+                "kind": s.objective.kind,
+                "demand_rps": s.objective.demand_rps,
+                "budget_usd_per_hour": s.objective.budget_usd_per_hour,
+            },
+            "policy": _policy(s.policy),
+            "costs": {
+                "include_power": s.costs.include_power,
+                "power_usd_per_kwh": s.costs.power_usd_per_kwh,
+                "pue": s.costs.pue,
+                "amortization_years": s.costs.amortization_years,
+                "charge_whole_nodes": s.costs.charge_whole_nodes,
+            },
+            "engine": _engine(s.engine),
+            "architectures": list(s.architectures),
+        }
+    )
+    return out
