@@ -61,7 +61,8 @@ from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION, request_classes
 from pdd_plan.plan import candidates as cd
 from pdd_plan.plan import search as sr
-from pdd_plan.plan.ceilings import check_wan
+from pdd_plan.plan.ceilings import ShortfallError, check_wan
+from pdd_plan.plan.floors import sla_floors
 from pdd_plan.plan.formulate import formulate, lp_text, solve_milp
 
 THRESHOLDS = (0.8, 0.9, 0.95)
@@ -308,6 +309,25 @@ def _milp_runner(scenario, model, gpus, tiers, arch, all_classes, time_limit_s):
     return milp
 
 
+def _no_candidate(why: str, search) -> None:
+    """InfeasibleError for a role no candidate can serve; with the SLA floor it misses, in
+    figures, when that is the cause (floors.py)."""
+    empty = [
+        role
+        for i, role in enumerate(search.roles)
+        if all(not sp.choices[i] for sp in search.spaces)
+    ]
+    floors = sla_floors(search.plans, empty)
+    if not floors:
+        raise InfeasibleError(why)
+    what = "; ".join(
+        f"{f.limit}: needs {f.needs:.3g} {f.unit}, the limit is {f.has:.3g} {f.unit} "
+        f"(relax: {f.relaxation})"
+        for f in floors
+    )
+    raise ShortfallError(f"{why} ({what})", floors)
+
+
 def solve(
     scenario: Scenario,
     model,
@@ -327,7 +347,7 @@ def solve(
     )  # fmt: skip
     why = search.plans.no_candidate(search.spaces)
     if why:
-        raise InfeasibleError(why)
+        _no_candidate(why, search)
     # a WAN the KV cannot cross at the least rate asked: refused before any MILP or search
     check_wan(scenario, tiers, architecture, search.plans, policies, search.goal.floor_rps)
     # the MILP's capacities come from a coarse grid of request classes; its plans are

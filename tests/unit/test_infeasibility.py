@@ -179,3 +179,35 @@ def test_the_table_format_exits_3_with_one_line_and_nothing_on_stdout(run_cli, t
     assert result.returncode == 3
     assert result.stdout == ""
     assert result.stderr.count("error: ") == 1 and "connection pool" in result.stderr
+
+
+def floors_scenario(ttft_s: float, tpot_ms: float) -> dict:
+    data = one_dc()
+    data["workload"]["arrival_rate_per_s"] = 1
+    data["sla"] = {"ttft_p90_s": ttft_s, "tpot_p90_ms": tpot_ms}
+    return data
+
+
+def test_sla_floors_no_instance_can_meet_are_named_with_figures(run_cli, tmp_path):
+    # 10 ms for a 4000-token prefill of a 32B model (2.6e14 FLOP: above 0.1 s on any
+    # H100 shape allowed) and 1 ms a token (a batch-1 step reads 64 GB of weights: over
+    # 19 ms at 3.35 TB/s per GPU, so over 1 ms on one GPU): both floors are missed
+    answer = infeasible(run_cli, tmp_path, floors_scenario(0.01, 1))
+    ttft, tpot = the(answer, "TTFT P90"), the(answer, "TPOT P90")
+    assert ttft["has"] == pytest.approx(0.01) and ttft["unit"] == "s"
+    assert ttft["needs"] > 0.05
+    assert tpot["has"] == pytest.approx(1.0) and tpot["unit"] == "ms"
+    assert tpot["needs"] > 5
+    assert "sla.ttft_p90_s at least" in ttft["relaxation"]
+    assert "sla.tpot_p90_ms at least" in tpot["relaxation"]
+
+
+def test_relaxing_as_named_lifts_the_floor(run_cli, tmp_path):
+    """The figures are floors: limits just above them no longer name them."""
+    answer = infeasible(run_cli, tmp_path, floors_scenario(0.01, 1))
+    ttft, tpot = the(answer, "TTFT P90"), the(answer, "TPOT P90")
+    relaxed = floors_scenario(ttft["needs"] * 1.05, tpot["needs"] * 1.05)
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(relaxed))
+    result = run_cli("solve", "r.yaml", "--format", "json", "--time-limit", "10")
+    shown = json.loads(result.stdout) if result.stdout else {}
+    assert not any("P90 limit (" in s["limit"] for s in shown.get("shortfalls", []))
