@@ -50,7 +50,18 @@ def solved_with_report(tmp_path_factory):
     """One CLI run: solve --report --out --format json (the report's extra solves run once)."""
     folder = tmp_path_factory.mktemp("report")
     (folder / "fast.yaml").write_text(fast_scenario_text())
-    args = ["solve", "fast.yaml", "--report", "report.md", "--out", "out", "--format", "json"]
+    args = [
+        "solve",
+        "fast.yaml",
+        "--report",
+        "report.md",
+        "--out",
+        "out",
+        "--format",
+        "json",
+        "--architecture",
+        "pdd",
+    ]  # the report of a PDD plan (solve would choose another)
     exe = Path(sys.executable).with_name("pdd-plan")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "pdd_plan"]
     env = {k: v for k, v in os.environ.items() if k != "PDD_PLAN_DEBUG"}
