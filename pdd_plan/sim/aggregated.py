@@ -84,6 +84,7 @@ class Schedule:
     new_tokens: list = field(default_factory=list)
     cached_tokens: list = field(default_factory=list)
     requests: list = field(default_factory=list)
+    gate_s: list = field(default_factory=list)  # open loop (`open_loop_schedule`)
 
 
 class _Engine:
@@ -223,26 +224,44 @@ def time_closed_loop(schedule: Schedule, step_s: np.ndarray, osl_tokens: int) ->
     return Serving(ttft, tpot, float(end[-1]), len(arrive) * osl_tokens, mean_batch)
 
 
-def open_loop(inst: Instance, load: Load, max_running: int) -> Serving:
-    """Poisson arrivals at `load.rate_per_s`; the schedule follows the step times."""
+def open_loop_schedule(inst: Instance, load: Load, max_running: int) -> Schedule:
+    """Poisson arrivals at `load.rate_per_s`; the schedule follows the step times. Each
+    iteration's `gate_s` is the latest arrival it admitted (an idle engine waits for it)."""
     rng = np.random.default_rng(load.seed)
     arrivals = np.cumsum(rng.exponential(1.0 / load.rate_per_s, load.requests))
     engine, memo = _Engine(load, max_running), {}
-    clock, sent, ends, times = 0.0, 0, [], []
+    clock, sent = 0.0, 0
     while sent < load.requests or engine.busy():
         if not engine.busy():
             clock = max(clock, float(arrivals[sent]))
+        gate = 0.0
         while sent < load.requests and arrivals[sent] <= clock:
             r = _Request(arrive_s=float(arrivals[sent]))
             engine.waiting.append(r)
             engine.out.requests.append(r)
-            sent += 1
+            gate, sent = r.arrive_s, sent + 1
+        engine.out.gate_s.append(gate)
         engine.iterate()
-        step_s = _last_step_s(inst, engine.out, memo)
-        clock += step_s
-        ends.append(clock)
-        times.append(step_s)
-    return _time_open(engine.out, np.array(ends), np.array(times), load)
+        clock += _last_step_s(inst, engine.out, memo)
+    return engine.out
+
+
+def time_open_loop(s: Schedule, step_s: np.ndarray, load: Load) -> Serving:
+    """Percentiles of an open-loop schedule re-timed with `step_s`: an iteration starts
+    when the last one ends or, on an idle engine, at its gate (the arrival it waited
+    for): end[i] = C[i] + max over j <= i of (gate[j] - C[j-1]), C the cumulative time.
+    With the step times it was scheduled with, this is the run itself; with others, the
+    same schedule re-timed (sim/serving_fit.py iterates to the schedule they make)."""
+    cumulative = np.cumsum(step_s)
+    end = cumulative + np.maximum.accumulate(np.asarray(s.gate_s) - (cumulative - step_s))
+    arrive = np.array([r.arrive_s for r in s.requests])
+    first = np.array([r.first_iter for r in s.requests])
+    done = np.array([r.done_iter for r in s.requests])
+    ttft = end[first] - arrive
+    tpot = _tpot(end[done] - end[first], load.osl_tokens)
+    duration = float(end[-1] - arrive[0])
+    mean_batch = float(np.sum(np.asarray(s.decode) * step_s) / np.sum(step_s))
+    return Serving(ttft, tpot, duration, len(arrive) * load.osl_tokens, mean_batch)
 
 
 def _last_step_s(inst: Instance, s: Schedule, memo: dict) -> float:
@@ -262,17 +281,6 @@ def _tpot(decode_s: np.ndarray, osl_tokens: int) -> np.ndarray:
     return decode_s / (osl_tokens - 1) if osl_tokens > 1 else np.array([])
 
 
-def _time_open(s: Schedule, end: np.ndarray, step_s: np.ndarray, load: Load) -> Serving:
-    arrive = np.array([r.arrive_s for r in s.requests])
-    first = np.array([r.first_iter for r in s.requests])
-    done = np.array([r.done_iter for r in s.requests])
-    ttft = end[first] - arrive
-    tpot = _tpot(end[done] - end[first], load.osl_tokens)
-    duration = float(end[-1] - arrive[0])
-    mean_batch = float(np.sum(np.asarray(s.decode) * step_s) / np.sum(step_s))
-    return Serving(ttft, tpot, duration, len(arrive) * load.osl_tokens, mean_batch)
-
-
 def running_cap(inst: Instance, load: Load) -> int:
     """Requests that may run at once: the engine's limit and what the KV cache holds at
     each request's full length (0: not one fits)."""
@@ -289,4 +297,6 @@ def serve(inst: Instance, load: Load) -> Serving:
         schedule = closed_loop_schedule(load, cap)
         step_s = IterationParts(inst, schedule).seconds(inst.engine_profile.vector())
         return time_closed_loop(schedule, step_s, load.osl_tokens)
-    return open_loop(inst, load, cap)
+    schedule = open_loop_schedule(inst, load, cap)
+    step_s = IterationParts(inst, schedule).seconds(inst.engine_profile.vector())
+    return time_open_loop(schedule, step_s, load)
