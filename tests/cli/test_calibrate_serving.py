@@ -295,3 +295,11 @@ def test_open_loop_runs_are_fitted_to_their_figures(tmp_path):
     result = calibrate_serving(names, {}, cross_validate=False)
     assert all(run.concurrency is None for f in result.files for run in f.runs)
     assert all(abs(ratio - 1) < 0.10 for _, _, ratio in result.fit.ratios), result.fit.ratios
+
+
+def test_the_profile_never_overwrites_an_input(run_cli, tmp_path):
+    (tmp_path / "runs.csv").write_text(_csv(RUNS[:2]))
+    before = (tmp_path / "runs.csv").read_text()
+    result = run_cli("calibrate", "serving", "runs.csv", "-o", "runs.csv")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "runs.csv" in result.stderr and (tmp_path / "runs.csv").read_text() == before
