@@ -19,6 +19,7 @@ from pdd_plan import __version__
 from pdd_plan.cli import (
     calibrate_cmd,
     catalog_cmd,
+    catalog_dir,
     compare_cmd,
     estimate_cmd,
     evaluate_cmd,
@@ -39,7 +40,8 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 app = typer.Typer(
     name="pdd-plan",
-    help="Plan the hardware for cross-datacenter, heterogeneous PD-disaggregated LLM serving.",
+    help="Plan the hardware for cross-datacenter, heterogeneous PD-disaggregated LLM serving.\n\n"
+    + catalog_dir.HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -137,6 +139,12 @@ def main(argv: list[str] | None = None) -> None:
     if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to print
         _fail(["standard output: found closed; expected an open stdout (a file, a pipe "
                "or a terminal)"], 2)  # fmt: skip
+    try:
+        args, overlay = catalog_dir.take_catalog_dir(args)
+        if overlay is not None:
+            catalog_dir.apply_catalog_dir(overlay)
+    except PddPlanError as exc:
+        _fail(str(exc).split("\n"), exc.exit_code)
     command = typer.main.get_command(app)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:

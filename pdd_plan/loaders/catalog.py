@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from pdd_plan.errors import InputError
+from pdd_plan.loaders.catalog_overlay import overlay_dir
 from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.model_file import model_from_dict
 from pdd_plan.loaders.strict import ID_PATTERN, Node, Problems, did_you_mean, load_yaml
@@ -213,31 +214,48 @@ def load_lines(path: Path, sources: set[str]) -> dict[str, LineTier]:
 
 
 class Catalog:
-    """GPUs, line tiers and models of one catalog directory, loaded on first use."""
+    """GPUs, line tiers and models of one catalog directory, loaded on first use, with the
+    run's `--catalog-dir` overlay (catalog_overlay.py) over it when `root` is not given:
+    an overlay entry adds to the shipped ones or replaces the one of the same id."""
 
-    def __init__(self, root: Path | None = None):
+    def __init__(self, root: Path | None = None, overlay: Path | None = None):
         self.root = Path(root) if root else catalog_dir()
+        self.overlay = Path(overlay) if overlay else (None if root else overlay_dir())
+        self._model_files: dict[str, ModelSpec] = {}
+
+    def _folders(self) -> list[Path]:
+        """The shipped folder, then the overlay (a later one wins)."""
+        return [self.root] + ([self.overlay] if self.overlay else [])
+
+    def _entries(self, kind: str) -> dict[str, Path]:
+        """id -> file of `gpus` or `models`, the overlay's over the shipped."""
+        return {p.stem: p for root in self._folders() for p in sorted((root / kind).glob("*.yaml"))}
 
     @cached_property
     def sources(self) -> dict[str, dict]:
         """Source key -> {title, reference, accessed} (a key's membership is what the
         loaders check; the bill of materials cites the rest)."""
-        return load_sources(self.root)
+        merged = load_sources(self.root)
+        if self.overlay and path_exists(self.overlay / "sources.yaml"):
+            merged.update(load_sources(self.overlay))
+        return merged
 
     @cached_property
     def gpus(self) -> dict[str, Gpu]:
-        paths = sorted((self.root / "gpus").glob("*.yaml"))
-        return {p.stem: load_gpu(p, self.sources) for p in paths}
+        return {i: load_gpu(p, self.sources) for i, p in sorted(self._entries("gpus").items())}
 
     @cached_property
     def lines(self) -> dict[str, LineTier]:
-        return load_lines(self.root / "lines.yaml", self.sources)
+        tiers = load_lines(self.root / "lines.yaml", self.sources)
+        if self.overlay and path_exists(self.overlay / "lines.yaml"):
+            tiers.update(load_lines(self.overlay / "lines.yaml", self.sources))
+        return tiers
 
     def model_ids(self) -> list[str]:
-        return sorted(p.stem for p in (self.root / "models").glob("*.yaml"))
+        return sorted(self._entries("models"))
 
     def model_data(self, model_id: str) -> dict:
-        path = self.root / "models" / f"{model_id}.yaml"
+        path = self._entries("models").get(model_id, self.root / "models" / f"{model_id}.yaml")
         if not ID_PATTERN.fullmatch(model_id) or not path_exists(path):
             raise InputError.single(
                 "model",
@@ -249,15 +267,25 @@ class Catalog:
         return load_yaml(path, "a model catalog entry")
 
     def model(self, model_id: str) -> ModelSpec:
-        path = self.root / "models" / f"{model_id}.yaml"
-        spec = model_from_dict(self.model_data(model_id), str(path))
+        data = self.model_data(model_id)
+        path = self._entries("models").get(model_id, self.root / "models" / f"{model_id}.yaml")
+        spec = model_from_dict(data, str(path))
         if spec.id != model_id:
             raise InputError.single(str(path), "id", repr(spec.id), f"the file's stem {model_id!r}")
         return spec
 
+    def model_at(self, path: Path | str) -> ModelSpec:
+        """A model entry file outside the catalog (a scenario's `model_file`), read once."""
+        key = str(Path(path).resolve())
+        if key not in self._model_files:
+            data = load_yaml(path, "a model catalog entry")
+            self._model_files[key] = model_from_dict(data, str(path))
+        return self._model_files[key]
+
     def model_for(self, scenario: Scenario) -> ModelSpec:
         """The scenario's model, with what its `engine:` section says about the layout."""
-        spec = self.model(scenario.model)
+        model_file = getattr(scenario, "model_file", "")
+        spec = self.model_at(model_file) if model_file else self.model(scenario.model)
         resident = scenario.engine.decode_kv_bytes_per_token
         if resident is None:
             return spec

@@ -11,6 +11,7 @@ from pdd_plan.loaders.distributions import distribution
 from pdd_plan.loaders.engine_profile import scenario_profile
 from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.scenario_lists import offer, refuse_repeats, wan_links
+from pdd_plan.loaders.scenario_model import scenario_model
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
@@ -349,8 +350,10 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
     problems = Problems(str(path))
     root = Node(load_yaml(path, "a pdd-plan scenario"), "", problems)
     f = root.mapping(
-        required=("name", "model", "datacenters", "workload", "sla"),
+        required=("name", "datacenters", "workload", "sla"),
         optional=(
+            "model",
+            "model_file",
             "description",
             "kv_dtype",
             "weight_dtype",
@@ -366,7 +369,7 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
     for section in ("wan", "objective", "policy", "costs", "engine", "architectures"):
         if f[section].value is None:  # an optional section written empty: its defaults
             f[section] = Node.absent(f[section].path, problems)
-    model = f["model"].reference(catalog.model_ids(), "model")
+    model, model_file = scenario_model(f, catalog, path)
     before = len(problems.items)
     datacenters, dc_ids = _datacenters(f["datacenters"], catalog)
     datacenters_ok = len(problems.items) == before
@@ -392,8 +395,9 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
         engine=scenario_profile(_engine(f["engine"]), f["engine"], path),
         architectures=_architectures(f["architectures"], datacenters, datacenters_ok),
         source_file=str(path),
+        model_file=model_file,
     )
     problems.raise_if_any()
-    if model:
+    if model and not model_file:
         catalog.model(model)  # the model entry itself must load
     return scenario

@@ -148,6 +148,8 @@ class Scenario:
     architectures: tuple[str, ...] = ARCHITECTURES
     source_file: str = ""
     engine: Engine = field(default_factory=Engine)
+    # a model entry file outside the catalog (scenario `model_file:`); `model` is its id
+    model_file: str = ""
 
     def datacenter(self, dc_id: str) -> Datacenter:
         return next(dc for dc in self.datacenters if dc.id == dc_id)

@@ -105,10 +105,18 @@ def _profile_beside(data: dict, label: str) -> dict:
     return {**data, "engine": {**engine, "profile": str((Path(label).parent / profile).absolute())}}
 
 
+def _model_file_beside(data: dict, label: str) -> dict:
+    """`model_file` made absolute, as `engine.profile` is (relative to the scenario)."""
+    path = data.get("model_file") if isinstance(data, dict) else None
+    if not isinstance(path, str) or Path(path).expanduser().is_absolute():
+        return data
+    return {**data, "model_file": str((Path(label).parent / path).absolute())}
+
+
 def load_data(data: dict, label: str, catalog: Catalog) -> Scenario:
     """Load a parsed (and edited) scenario with the strict file loader; problems and the
     scenario's `source_file` name `label` instead of the temporary file."""
-    data = _profile_beside(data, label)
+    data = _model_file_beside(_profile_beside(data, label), label)
     fd, tmp = tempfile.mkstemp(prefix=".pdd-plan-edit.", suffix=".yaml")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

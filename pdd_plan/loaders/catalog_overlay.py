@@ -1,0 +1,69 @@
+"""`--catalog-dir DIR`: a folder of the user's own catalog entries laid over the shipped one.
+
+DIR holds any of `gpus/*.yaml`, `models/*.yaml`, `lines.yaml` and `sources.yaml`, in the
+shipped catalog's format. An entry adds to the shipped ones, or replaces the shipped entry
+of the same id (a file's stem, a tier's `id`, a source key); each replacement is said in a
+note. The option sets the overlay for the process and the worker processes it starts
+(sweep, report), through the environment as `--engine-profile` does.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pdd_plan.errors import InputError
+from pdd_plan.loaders.input_files import path_exists, shown_path
+from pdd_plan.loaders.strict import load_yaml
+
+OVERLAY_ENV = "PDD_PLAN_CATALOG_OVERLAY"
+PARTS = ("gpus", "models", "lines.yaml", "sources.yaml")
+
+
+def overlay_dir() -> Path | None:
+    """The overlay folder of this run (None: the shipped catalog alone)."""
+    path = os.environ.get(OVERLAY_ENV)
+    return Path(path) if path else None
+
+
+def use_catalog_dir(path: str) -> Path:
+    """Check the `--catalog-dir` folder now (one line, exit 2, before any work) and make it
+    the run's overlay. A folder with none of the catalog's parts is refused: a mistyped
+    folder would otherwise change nothing, silently."""
+    folder = Path(path).expanduser()
+    expected = f"a folder holding any of {', '.join(PARTS)} (a catalog overlay)"
+    if not folder.is_dir():
+        found = "no such folder" if not path_exists(folder) else "not a folder"
+        raise InputError.single("command line", "--catalog-dir", f"{path!r} ({found})", expected)
+    if not any(path_exists(folder / part) for part in PARTS):
+        raise InputError.single(
+            "command line", "--catalog-dir", f"{path!r} (none of the catalog's parts)", expected
+        )
+    os.environ[OVERLAY_ENV] = str(folder.resolve())
+    return folder
+
+
+def _line_ids(path: Path) -> set[str]:
+    data = load_yaml(path, "the line-tier catalog") if path_exists(path) else None
+    tiers = data.get("tiers") if isinstance(data, dict) else None
+    return {t["id"] for t in tiers or [] if isinstance(t, dict) and isinstance(t.get("id"), str)}
+
+
+def replaced_ids(root: Path, overlay: Path) -> list[str]:
+    """`kind id` of every shipped entry the overlay replaces, sorted."""
+    out = []
+    for kind in ("gpus", "models"):
+        mine = {p.stem for p in (overlay / kind).glob("*.yaml")}
+        shipped = {p.stem for p in (root / kind).glob("*.yaml")}
+        out += [f"{kind[:-1]} {i}" for i in sorted(mine & shipped)]
+    if path_exists(overlay / "lines.yaml"):
+        both = _line_ids(overlay / "lines.yaml") & _line_ids(root / "lines.yaml")
+        out += [f"line tier {i}" for i in sorted(both)]
+    return out
+
+
+def overlay_notes(root: Path, overlay: Path) -> list[str]:
+    """One note per replaced shipped entry (an addition needs none)."""
+    where = shown_path(overlay)
+    return [f"--catalog-dir {where}: {entry} replaces the shipped entry" for entry in
+            replaced_ids(root, overlay)]  # fmt: skip
