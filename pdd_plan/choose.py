@@ -19,12 +19,11 @@ from pdd_plan.errors import InfeasibleError
 from pdd_plan.model.deployment import Deployment, InstanceGroup, LineLease
 from pdd_plan.model.evaluate import deployment_cost_usd_per_hour
 from pdd_plan.model.scenario import Scenario
+from pdd_plan.plan.search import BCR_HEADROOM, GOODPUT_HEADROOM, IMPROVE_REL_TOL
 from pdd_plan.report.md_format import ARCH_NAMES
 from pdd_plan.units import GBIT_BITS
 
-TIE_REL_TOL = 1e-3  # search.IMPROVE_REL_TOL: closer values are not told apart
-BCR_HEADROOM = 1.5  # search.BCR_HEADROOM (kept equal by tests/unit/test_architecture_choice)
-GOODPUT_HEADROOM = 10.0  # search.GOODPUT_HEADROOM
+TIE_REL_TOL = IMPROVE_REL_TOL  # the search does not tell closer values apart either
 BASIS = {
     "max_bcr": "min(goodput, 1.5 x offered) / cost per hour, req/s per $/h (higher wins)",
     "min_cost": "cost per hour at the demand, $/h (lower wins)",
