@@ -2,10 +2,14 @@
 
 `roofline.Instance` composes these into prefill, decode and extend-decode steps; the
 anchor tests compare them with measured kernel latencies. Every constant names its
-origin. Pure: numpy only, no I/O.
+origin. The step primitives take numpy arrays or plain Python floats: a float stays a
+float (the roofline's scalar fast path; numpy's per-call overhead is most of a scalar
+step's cost), an array broadcasts, with the same arithmetic. Pure: numpy only, no I/O.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -149,9 +153,9 @@ def allreduce_time_s(gpu: Gpu, gpus: int, message_bytes):
     then a ring across the D domains on each GPU's 1/g shard, every GPU on its own RDMA
     NIC (scale_out_bits_per_s / 8): + 2 (D-1)/D x bytes / g / NIC.
     """
-    message_bytes = np.asarray(message_bytes, dtype=float)
+    message_bytes = _float_or_array(message_bytes)
     if gpus <= 1:
-        return np.zeros_like(message_bytes)
+        return message_bytes * 0.0
     group = max(min(gpus, gpu.scale_up_domain_gpus), 1)
     fabric = gpu.scale_up_bytes_per_s * gpu.scale_up_efficiency_frac
     time_s = 2.0 * (group - 1) / group * message_bytes / fabric
@@ -172,28 +176,32 @@ def alltoall_time_s(gpu: Gpu, gpus: int, send_bytes):
     NIC (scale_out_bits_per_s / 8); both run at once: time = max of the two +
     EP_ALLTOALL_LATENCY_S. 0 on one GPU.
     """
-    send_bytes = np.asarray(send_bytes, dtype=float)
+    send_bytes = _float_or_array(send_bytes)
     if gpus <= 1:
-        return np.zeros_like(send_bytes)
+        return send_bytes * 0.0
     group = max(min(gpus, gpu.scale_up_domain_gpus), 1)
     fabric = gpu.scale_up_bytes_per_s * gpu.scale_up_efficiency_frac
     time_s = send_bytes * (group - 1) / gpus / fabric
     if gpus > group:
         nic = gpu.scale_out_bits_per_s / BITS_PER_BYTE
-        time_s = np.maximum(time_s, send_bytes * (gpus - group) / gpus / nic)
+        time_s = maximum(time_s, send_bytes * (gpus - group) / gpus / nic)
     return time_s + EP_ALLTOALL_LATENCY_S
 
 
 def experts_touched(num_experts: int, top_k: int, tokens):
     """Expected distinct experts T tokens route to: E (1 - (1 - k/E)^T) (modeling-notes)."""
-    t = np.asarray(tokens, dtype=float)
+    t = _float_or_array(tokens)
     if top_k >= num_experts:
-        return np.where(t > 0, float(num_experts), 0.0)
-    return num_experts * -np.expm1(t * np.log1p(-top_k / num_experts))
+        return where(t > 0, float(num_experts), 0.0)
+    touched = num_experts * -np.expm1(t * np.log1p(-top_k / num_experts))
+    return float(touched) if isinstance(t, float) else touched
 
 
-def per_unique(fn, *arrays) -> np.ndarray:
-    """`fn` of Python ints over broadcast integer arrays, each distinct tuple once."""
+def per_unique(fn, *arrays):
+    """`fn` of Python ints over broadcast integer arrays, each distinct tuple once (a
+    float when every argument is a Python number)."""
+    if all(isinstance(a, float | int) and math.isfinite(a) for a in arrays):
+        return float(fn(*(int(a) for a in arrays)))
     cols = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in arrays))
     if cols[0].size == 0:
         return np.zeros(cols[0].shape)
@@ -201,6 +209,28 @@ def per_unique(fn, *arrays) -> np.ndarray:
     uniq, inverse = np.unique(flat, axis=0, return_inverse=True)
     values = np.array([fn(*(int(v) for v in row)) for row in uniq], dtype=float)
     return values[inverse.reshape(-1)].reshape(cols[0].shape)
+
+
+def _float_or_array(value):
+    """A Python number as a float (the scalar path), anything else as a float array."""
+    if isinstance(value, float | int):
+        return float(value)
+    return np.asarray(value, dtype=float)
+
+
+def where(condition, if_true, if_false):
+    """`np.where`, or a plain choice when `condition` is a Python bool (the scalar path)."""
+    if isinstance(condition, bool):
+        return if_true if condition else if_false
+    return np.where(condition, if_true, if_false)
+
+
+def maximum(a, b):
+    """`np.maximum`, or the larger float when both are Python floats (the scalar path);
+    a NaN wins either way, as in numpy."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a if a >= b or a != a else b
+    return np.maximum(a, b)
 
 
 def as_output(value):

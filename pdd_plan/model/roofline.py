@@ -67,11 +67,19 @@ one without the other would put it off by about 2x.
 A small prefill chunk cannot beat one read of the weights: that is the "tail chunk"
 inefficiency after a high prefix hit. Every constant below names its origin; the
 efficiency fractions themselves are catalog data (measured, see hardware_catalog/gpus).
+
+Speed: the planner asks for thousands of scalar steps. A step whose arguments are all
+Python numbers is assembled in plain floats by the same code as the vectorised one (the
+kernels' primitives keep a float a float) and memoised per (batch, context, new, cached,
+prompts); the per-instance constants and per-context FLOP and KV figures are memoised
+too. The memo lives in the model's private cache under the instance's fields, so every
+`Instance` of the same (model, GPU, shape, dtypes, profile) shares it.
 Pure: numpy only, no I/O.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,11 +110,18 @@ from pdd_plan.model.kernels import (  # noqa: F401  (re-exported for callers of 
     context_attention_time_s,
     experts_touched,
     gemm_time_s,
+    maximum,
     mla_decode_time_s,
     per_unique,
+    where,
 )
 from pdd_plan.model.llm import EMBEDDING_DTYPE, ModelSpec
 from pdd_plan.units import dtype_bytes
+
+STEP_KEYS = ("compute_s", "memory_s", "comm_s", "overhead_s", "total_s", "flops", "bytes")
+# Memoised scalar steps per instance before the memo starts afresh (a sweep in one process
+# meets many contexts; one solve stays far below this).
+STEP_MEMO_LIMIT = 200_000
 
 
 @dataclass(frozen=True)
@@ -140,6 +155,18 @@ class Instance:
             )
         if self.parallelism == "ep" and not self.model.routed_expert_params():
             raise ValueError(f"parallelism 'ep' needs routed experts; {self.model.id} has none")
+        key = ("instance", self.gpu, self.gpus, self.kv_dtype, self.weight_dtype)
+        key += (self.step_overhead_s, self.parallelism, self.engine_profile)
+        cache = getattr(self.model, "_cache", None)
+        memo = ({}, {}) if cache is None else cache.setdefault(key, ({}, {}))
+        object.__setattr__(self, "_memo", memo)  # (constants, scalar steps): not a field
+
+    def _const(self, key, compute):
+        """`compute()` once per instance and `key` (figures fixed by the instance's fields)."""
+        consts = self._memo[0]
+        if key not in consts:
+            consts[key] = compute()
+        return consts[key]
 
     def parallel_mode(self) -> str:
         """ "tp" or "ep": the parallelism asked for, or what "auto" picks (module docstring)."""
@@ -150,7 +177,7 @@ class Instance:
         return "ep" if moe and spread else "tp"
 
     def _ep(self) -> bool:
-        return self.parallel_mode() == "ep"
+        return self._const("ep", lambda: self.parallel_mode() == "ep")
 
     # ---- dtypes and memory -------------------------------------------------------------
     def _dense_dtype(self) -> str:
@@ -161,6 +188,9 @@ class Instance:
 
     def compute_dtype(self) -> str:
         """fp8 where all linear weights are 8-bit or less and the GPU has FP8, else bf16."""
+        return self._const("compute_dtype", self._compute_dtype)
+
+    def _compute_dtype(self) -> str:
         widths = [dtype_bytes(self._dense_dtype())]
         if self.model.routed_expert_params():
             widths.append(dtype_bytes(self._expert_dtype()))
@@ -210,8 +240,11 @@ class Instance:
 
         In "ep" each request's KV lives whole on one GPU: gpus x the requests one GPU holds.
         """
-        capacity = self.kv_capacity_bytes()
         tokens = max(int(round(context_tokens)), 1)
+        return self._const(("max_batch", tokens), lambda: self._max_batch(tokens))
+
+    def _max_batch(self, tokens: int) -> int:
+        capacity = self.kv_capacity_bytes()
         per_request = float(self.model.resident_kv_bytes(tokens, self.kv_dtype))
         if self._ep():
             per_gpu = capacity / self.gpus
@@ -221,6 +254,9 @@ class Instance:
     # ---- the parts of one step -----------------------------------------------------------
     def _expert_bytes(self) -> list[tuple[int, int, int, float]]:
         """(layers, experts, top-k, bytes of one expert) per MoE FFN kind."""
+        return self._const("expert_bytes", self._expert_bytes_uncached)
+
+    def _expert_bytes_uncached(self) -> list[tuple[int, int, int, float]]:
         width = dtype_bytes(self._expert_dtype())
         hidden = self.model.hidden_size
         return [
@@ -231,6 +267,9 @@ class Instance:
     def _dense_read_bytes(self) -> float:
         """Weights every step reads whatever the routing: all but the routed experts and
         the input embedding table (a step gathers only its tokens' rows of it)."""
+        return self._const("dense_read_bytes", self._dense_read_bytes_uncached)
+
+    def _dense_read_bytes_uncached(self) -> float:
         experts = self.model.routed_expert_params() * dtype_bytes(self._expert_dtype())
         m = self.model
         lookup = 0 if m.tie_word_embeddings else m.vocab_size * m.hidden_size
@@ -258,6 +297,9 @@ class Instance:
 
     def _routed_flop_per_token(self) -> float:
         """Matmul FLOPs of one token's routed experts (all MoE layers)."""
+        return self._const("routed_flop_per_token", self._routed_flop_per_token_uncached)
+
+    def _routed_flop_per_token_uncached(self) -> float:
         hidden = self.model.hidden_size
         return 2.0 * sum(
             n * f.experts_per_token * f.expert_params(hidden) for n, f in self.model.moe_layout()
@@ -266,16 +308,25 @@ class Instance:
     def _chunk_attention_flops(self, new: int, cached: int) -> float:
         if new <= 0:
             return 0.0
+        key = ("chunk_attention_flops", new, cached)
+        return self._const(key, lambda: self._chunk_attention_flops_uncached(new, cached))
+
+    def _chunk_attention_flops_uncached(self, new: int, cached: int) -> float:
         matmul, state = self._linear_flop_per_token()
         lm_head = 2.0 * self.model.vocab_size * self.model.hidden_size
         linear = (matmul - lm_head) * new + lm_head + state * new
         return self.model.prefill_flops(new, cached) - linear
 
     def _decode_attention_flops(self, context: int) -> float:
-        return self.model.decode_flops(context) - sum(self._linear_flop_per_token())
+        key = ("decode_attention_flops", context)
+        linear = sum(self._linear_flop_per_token())
+        return self._const(key, lambda: self.model.decode_flops(context) - linear)
 
     def layer_latency_s(self) -> float:
         """Fixed kernel latencies of one forward pass (all layers)."""
+        return self._const("layer_latency_s", self._layer_latency_s)
+
+    def _layer_latency_s(self) -> float:
         gemm = GEMM_LATENCY_S[self.compute_dtype()]
         dense = DENSE_LAYER_GEMMS * gemm + ATTENTION_KERNEL_LATENCY_S
         dense += DENSE_LAYER_MEMORY_OPS * MEMORY_OP_LATENCY_S
@@ -283,7 +334,7 @@ class Instance:
         moe = MOE_EXTRA_GEMMS * gemm + MOE_EXTRA_MEMORY_OPS * MEMORY_OP_LATENCY_S
         return self.model.num_layers * dense + moe_layers * moe
 
-    def _compute(self, batch, context, new, cached, prompts) -> tuple[np.ndarray, np.ndarray]:
+    def _compute(self, batch, context, new, cached, prompts) -> tuple:
         """(FLOPs, compute seconds) of a step: linears at the compute dtype, attention in
         BF16 at its own efficiency (generation for decode tokens, context for a chunk);
         `prompts` chunks of `new` tokens. In "ep" the busiest GPU's routed-expert FLOPs
@@ -292,7 +343,7 @@ class Instance:
         lm_head = 2.0 * self.model.vocab_size * self.model.hidden_size
         # the LM head runs for every decode token but only the last token of a chunk
         tokens = batch + prompts * new
-        linear = tokens * (matmul + state) - np.where(new > 0, prompts * (new - 1) * lm_head, 0.0)
+        linear = tokens * (matmul + state) - where(new > 0, prompts * (new - 1) * lm_head, 0.0)
         decode_attention = batch * per_unique(self._decode_attention_flops, context)
         chunk_attention = prompts * per_unique(self._chunk_attention_flops, new, cached)
         attention_s = (
@@ -310,10 +361,16 @@ class Instance:
 
     def _kv_moved_bytes(self, batch, context, new, cached, prompts) -> tuple:
         """(running requests' KV read, chunks' cached KV read plus new KV written)."""
-        kv = self.model.kv_bytes
-        running = batch * kv(context.astype(np.int64), self.kv_dtype)
-        chunk_kv = kv((cached + new).astype(np.int64), self.kv_dtype)
-        return running, np.where(new > 0, prompts * chunk_kv, 0.0)
+        running = batch * self._kv_bytes(context)
+        chunk_kv = self._kv_bytes(cached + new)
+        return running, where(new > 0, prompts * chunk_kv, 0.0)
+
+    def _kv_bytes(self, tokens):
+        """KV bytes of one request of `tokens` (whole) tokens; memoised for a float."""
+        if not (isinstance(tokens, float) and math.isfinite(tokens)):
+            return self.model.kv_bytes(np.asarray(tokens).astype(np.int64), self.kv_dtype)
+        count = int(tokens)
+        return self._const(("kv_bytes", count), lambda: self.model.kv_bytes(count, self.kv_dtype))
 
     def _moved_bytes(self, batch, context, new, cached, prompts) -> tuple:
         """(bytes all GPUs move, bytes the busiest GPU moves): weights the step's tokens
@@ -323,11 +380,11 @@ class Instance:
         running, chunk = self._kv_moved_bytes(batch, context, new, cached, prompts)
         if self._ep():
             per_gpu = self.ep_weight_read_bytes_per_gpu(tokens) + (running + chunk) / self.gpus
-            per_gpu = np.where(tokens > 0, per_gpu, 0.0)
+            per_gpu = where(tokens > 0, per_gpu, 0.0)
             return per_gpu * self.gpus, per_gpu
         moved = self.weight_read_bytes(tokens) + running
         moved = moved + chunk
-        moved = np.where(tokens > 0, moved, 0.0)
+        moved = where(tokens > 0, moved, 0.0)
         return moved, moved / self.gpus
 
     def _comm_s(self, tokens):
@@ -339,7 +396,7 @@ class Instance:
             return 2 * self.model.num_layers * allreduce_time_s(self.gpu, self.gpus, message)
         per_gpu = EP_LOAD_IMBALANCE * tokens / self.gpus
         dispatch = dtype_bytes("fp8") if self.compute_dtype() == "fp8" else ACTIVATION_BYTES
-        comm = np.zeros_like(tokens)
+        comm = tokens * 0.0
         for n, f in self.model.moe_layout():
             width = f.expert_hidden_size or self.model.hidden_size
             copies = per_gpu * f.experts_per_token * width
@@ -351,8 +408,37 @@ class Instance:
 
     def _step(self, batch, context, new, cached, prompts=1.0) -> dict:
         """One forward pass: `batch` decode tokens at `context` plus `prompts` chunks of
-        `new` tokens after `cached` ones. Arrays broadcast; each result is an array; a
-        step with no tokens is no forward pass and costs 0."""
+        `new` tokens after `cached` ones. Arrays broadcast; each result is an array (a
+        float when every argument is a finite Python or numpy number); a step with no
+        tokens is no forward pass and costs 0."""
+        key = _scalar_key(batch, context, new, cached, prompts)
+        if key is not None:
+            return dict(zip(STEP_KEYS, self._scalar_step(key), strict=True))
+        return self._vector_step(batch, context, new, cached, prompts)
+
+    def _step_total_s(self, batch, context, new, cached, prompts=1.0):
+        """`_step(...)["total_s"]`: a float for numbers, an array for arrays."""
+        key = _scalar_key(batch, context, new, cached, prompts)
+        if key is not None:
+            return self._scalar_step(key)[4]
+        return as_output(self._vector_step(batch, context, new, cached, prompts)["total_s"])
+
+    def _scalar_step(self, key: tuple) -> tuple:
+        """The STEP_KEYS figures of one step in plain floats, memoised per `key`."""
+        steps = self._memo[1]
+        if key not in steps:
+            if len(steps) >= STEP_MEMO_LIMIT:
+                steps.clear()
+            batch, context, new, cached, prompts = key
+            if min(batch, context, new, cached) < 0:
+                raise ValueError("batch and token counts must be >= 0")
+            if prompts < 0:
+                raise ValueError("prompts must be >= 0")
+            step = self._assemble(batch, context, new, cached, prompts)
+            steps[key] = tuple(float(step[k]) for k in STEP_KEYS)
+        return steps[key]
+
+    def _vector_step(self, batch, context, new, cached, prompts) -> dict:
         batch = np.asarray(batch, dtype=float)
         prompts = np.asarray(prompts, dtype=float)
         context, new, cached = (np.rint(np.asarray(v, dtype=float)) for v in (context, new, cached))
@@ -360,6 +446,10 @@ class Instance:
             raise ValueError("batch and token counts must be >= 0")
         if np.any(prompts < 0):
             raise ValueError("prompts must be >= 0")
+        return self._assemble(batch, context, new, cached, prompts)
+
+    def _assemble(self, batch, context, new, cached, prompts) -> dict:
+        """The step's parts from whole-token counts: numpy arrays or Python floats alike."""
         tokens = batch + prompts * new
         flops, compute_s = self._compute(batch, context, new, cached, prompts)
         moved, moved_per_gpu = self._moved_bytes(batch, context, new, cached, prompts)
@@ -367,19 +457,19 @@ class Instance:
             memory_s = moved_per_gpu / achievable_bytes_per_s(self.gpu)
         else:
             memory_s = moved / (self.gpus * achievable_bytes_per_s(self.gpu))
-        comm_s = np.where(tokens > 0, self._comm_s(tokens), 0.0)
+        comm_s = where(tokens > 0, self._comm_s(tokens), 0.0)
         parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
         parts.update(step_overhead_s=self.step_overhead_s, layer_s=self.layer_latency_s())
         counts = {"decode_requests": batch, "prompts": prompts, "new_tokens": new}
         counts["groups"] = self.gpus if self._ep() else 1
         compute_s, memory_s, comm_s, overhead_s = self.engine_profile.adjust(parts, counts)
-        overhead_s = np.where(tokens > 0, overhead_s, 0.0)
+        overhead_s = where(tokens > 0, overhead_s, 0.0)
         return {
             "compute_s": compute_s,
             "memory_s": memory_s,
             "comm_s": comm_s,
             "overhead_s": overhead_s,
-            "total_s": np.maximum(compute_s, memory_s) + comm_s + overhead_s,
+            "total_s": maximum(compute_s, memory_s) + comm_s + overhead_s,
             "flops": flops,
             "bytes": moved,
         }
@@ -392,11 +482,11 @@ class Instance:
 
         Vectorised over numpy arrays of any argument.
         """
-        return as_output(self._step(0.0, 0, new_tokens, cached_tokens, prompts)["total_s"])
+        return self._step_total_s(0.0, 0, new_tokens, cached_tokens, prompts)
 
     def decode_step_s(self, batch, mean_context_tokens):
         """One decode step of `batch` running requests (vectorised over batch)."""
-        return as_output(self._step(batch, mean_context_tokens, 0, 0)["total_s"])
+        return self._step_total_s(batch, mean_context_tokens, 0, 0)
 
     def extend_decode_s(self, batch, handed_tokens, context_tokens):
         """One decode step of `batch` requests that also processes `handed_tokens` handed-off
@@ -406,8 +496,7 @@ class Instance:
         `decode_step_s`; with an empty batch it is a prefill chunk after that context.
         A float for scalar arguments; vectorised over numpy arrays of any of them.
         """
-        step = self._step(batch, context_tokens, handed_tokens, context_tokens)
-        return as_output(step["total_s"])
+        return self._step_total_s(batch, context_tokens, handed_tokens, context_tokens)
 
     def mixed_step_breakdown(self, batch, context_tokens, new_tokens, cached_tokens, prompts):
         """The parts of one chunked-prefill iteration (arrays, as `_step`): `batch` decode
@@ -417,8 +506,7 @@ class Instance:
 
     def mixed_step_s(self, batch, context_tokens, new_tokens, cached_tokens, prompts=1):
         """Time of one chunked-prefill iteration (`mixed_step_breakdown`)."""
-        step = self._step(batch, context_tokens, new_tokens, cached_tokens, prompts)
-        return as_output(step["total_s"])
+        return self._step_total_s(batch, context_tokens, new_tokens, cached_tokens, prompts)
 
     def prefill_breakdown(self, new_tokens: int, cached_tokens: int = 0, prompts: int = 1) -> dict:
         return self._breakdown(self._step(0.0, 0, new_tokens, cached_tokens, prompts))
@@ -450,3 +538,20 @@ class Instance:
             else:
                 high = mid
         return low
+
+
+def _scalar_key(batch, context, new, cached, prompts) -> tuple | None:
+    """(batch, context, new, cached, prompts) as floats, token counts rounded half to even
+    as `np.rint` does, when all five are finite numbers; None sends a call down the
+    vectorised path (arrays, NaN, infinities)."""
+    values = (batch, context, new, cached, prompts)
+    if not all(isinstance(v, _NUMBERS) for v in values):
+        return None
+    floats = tuple(float(v) for v in values)
+    if not all(math.isfinite(v) for v in floats):
+        return None
+    b, c, n, k, p = floats
+    return (b, float(round(c)), float(round(n)), float(round(k)), p)
+
+
+_NUMBERS = (int, float, np.integer, np.floating)
