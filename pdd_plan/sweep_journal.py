@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pdd_plan import __version__
 from pdd_plan.errors import InputError
+from pdd_plan.loaders.catalog_overlay import overlay_dir
 from pdd_plan.loaders.engine_profile import OVERRIDE_ENV
 from pdd_plan.report.files import resolved, write_error
 
@@ -77,6 +78,13 @@ def sweep_key(sweep, catalog_root: Path) -> str:
         "scenario_profile": _scenario_profile(sweep.data, sweep.label),
         "catalog": _catalog_digest(catalog_root),
     }
+    # added only when used, so the keys of journals written without them stay the same
+    overlay = overlay_dir()
+    if overlay is not None:
+        parts["catalog_overlay"] = _catalog_digest(overlay)
+    model_file = sweep.data.get("model_file") if isinstance(sweep.data, dict) else None
+    if isinstance(model_file, str):
+        parts["model_file"] = _file_digest(Path(sweep.label).parent / Path(model_file).expanduser())
     text = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

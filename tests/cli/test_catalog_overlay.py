@@ -193,3 +193,28 @@ def test_an_overlay_line_tier_adds_to_the_shipped_ones(tmp_path):
     ids = json.dumps(_ok(listed))
     assert "wave_7g" in ids and "wave_10g" in ids  # added, the shipped ones kept
     assert "note:" not in listed.stderr  # an addition replaces nothing
+
+
+def test_a_resumed_sweep_is_keyed_by_the_overlay_and_the_model_file(tmp_path, monkeypatch):
+    """A journal written with one overlay (or model file) is not continued with another:
+    the rows would be another catalog's."""
+    from types import SimpleNamespace
+
+    from pdd_plan.loaders.catalog_overlay import OVERLAY_ENV
+    from pdd_plan.sweep_journal import sweep_key
+
+    (tmp_path / "cat" / "models").mkdir(parents=True)
+    entry = tmp_path / "cat" / "models" / "m.yaml"
+    entry.write_text("id: m\n")
+    sweep = SimpleNamespace(
+        label=str(tmp_path / "s.yaml"), data={"model_file": "cat/models/m.yaml"}, axes=(),
+        architecture="pdd", plan_path=None, resolution=(), time_limit_s=10,
+    )  # fmt: skip
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    plain = sweep_key(sweep, catalog_dir())
+    monkeypatch.setenv(OVERLAY_ENV, str(tmp_path / "cat"))
+    overlaid = sweep_key(sweep, catalog_dir())
+    entry.write_text("id: m\nname: changed\n")
+    changed = sweep_key(sweep, catalog_dir())
+    monkeypatch.delenv(OVERLAY_ENV)
+    assert len({plain, overlaid, changed, sweep_key(sweep, catalog_dir())}) == 4
