@@ -85,11 +85,15 @@ def _md(setup, rate, tokens, weights, stretch: float) -> tuple[DecodeLoad, int, 
     label = _label(setup, setup.decode, DECODE_ROLE[arch])
     load, slots = pool_load(setup, setup.decode, rate, tokens, weights, label)
     step = load.step_s * stretch
+    n = setup.decode.group.count
+    # colocated: a request decodes where it was prefilled, so each instance is its own
+    # queue of K slots (a 1/n share of the arrivals); elsewhere the role pools n x K
+    own = arch == "colocated"
     adm = admission_wait(
-        rate,
+        rate / n if own else rate,
         tokens * step,
         weights,
-        setup.decode.group.count * slots,
+        slots if own else n * slots,
         setup.scenario.workload.burstiness_cv2,
         f"{label} slots",
     )

@@ -237,3 +237,24 @@ def test_a_handoff_cost_without_its_source_is_refused(catalog, tmp_path):
     path = _paper_with_engine_keys(tmp_path, "  handoff_fixed_ms: 100\n")
     with pytest.raises(InputError, match="handoff_fixed_source"):
         load_scenario(path, catalog)
+
+
+def test_colocated_requests_queue_at_their_own_instance(catalog, paper):
+    """A colocated request decodes where it was prefilled: each instance is its own queue
+    of K slots at 1/n of the arrivals, which waits longer than one pool of n x K slots at
+    the same load (pooling shortens waits)."""
+    from pdd_plan.model.decode_side import decode_side
+
+    plan = load_plan(
+        scenarios_dir().parent / "benchmarks" / "agreement" / "paper-colocated.yaml",
+        paper,
+        catalog,
+    )
+    setup = prepare(paper, plan, catalog.model_for(paper), catalog.gpus, catalog.lines, RESOLUTION)
+    c, n = setup.classes, setup.decode.group.count
+    assert n > 1
+    side = decode_side(setup, 100.0, np.zeros(len(c)), 0.3)
+    service = side.md_tokens * side.md_step_s
+    pooled = admission_wait(100.0, service, side.md_weights, n * side.md_slots, 1.0, "pooled")
+    assert side.md_admission.servers == side.md_slots
+    assert side.md_admission.wait.mean_s() >= pooled.wait.mean_s()
