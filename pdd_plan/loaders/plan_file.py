@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.strict import Node, Problems, load_yaml
+from pdd_plan.loaders.suggest import did_you_mean
 from pdd_plan.model.deployment import (
     ARCHITECTURE_ROLES,
     Deployment,
@@ -32,7 +33,7 @@ def _instances(node: Node, scenario: Scenario, architecture: str | None) -> list
             roles or tuple(r for rs in ARCHITECTURE_ROLES.values() for r in rs), required=True
         )
         dc_id = f["datacenter"].reference({d.id for d in scenario.datacenters}, "datacenter")
-        gpu = f["gpu"].identifier(required=True)
+        gpu = f["gpu"].string(required=True, expected="a GPU id")
         gpus = f["gpus_per_instance"].integer(required=True, minimum=1, maximum=4096)
         count = f["count"].integer(required=True, minimum=0, maximum=1_000_000)
         if None in (role, dc_id, gpu, gpus, count):
@@ -40,7 +41,10 @@ def _instances(node: Node, scenario: Scenario, architecture: str | None) -> list
         dc = scenario.datacenter(dc_id)
         offered = {o.gpu for o in dc.gpus}
         if gpu not in offered:
-            f["gpu"].fail(f"a GPU that datacenter {dc_id} offers ({', '.join(sorted(offered))})")
+            f["gpu"].fail(
+                f"a GPU that datacenter {dc_id} offers ({', '.join(sorted(offered))})",
+                did_you_mean(gpu, offered),
+            )
         elif role not in dc.roles:
             f["role"].fail(f"a role datacenter {dc_id} allows ({', '.join(dc.roles)})")
         else:

@@ -142,3 +142,26 @@ def test_command_line_ids_are_refused_with_the_meant_one(tmp_path, args, meant):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert f"did you mean {meant!r}?" in lines[0]
+
+
+def test_a_plan_file_gpu_gets_a_hint_among_what_its_datacenter_offers(tmp_path):
+    from pdd_plan.loaders.plan_file import load_plan
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        SCENARIO.format(model="qwen3_32b", gpu="h100_sxm", tier="wave_10g", arch="cdc_pd")
+    )
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "plan:\n  architecture: cdc_pd\n  instances:\n"
+        "    - {role: prefill, datacenter: dc_a, gpu: H100-SXM, gpus_per_instance: 1, count: 1}\n"
+        "    - {role: main_decode, datacenter: dc_b, gpu: h200, gpus_per_instance: 1, count: 1}\n"
+        "  lines: [{tier: wave_10g, count: 1}]\n"
+    )
+    with pytest.raises(InputError) as caught:
+        load_plan(plan, load_scenario(scenario))
+    hints = {p.key_path: p.hint for p in caught.value.problems}
+    assert hints == {
+        "plan.instances[0].gpu": "did you mean 'h100_sxm'?",
+        "plan.instances[1].gpu": "did you mean 'h200_sxm'?",
+    }
