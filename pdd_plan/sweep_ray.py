@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Callable
 
 from pdd_plan.errors import InputError
@@ -42,6 +43,7 @@ def _connect(ray, address: str | None, jobs: int) -> bool:
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing phones home
         ray.init(num_cpus=jobs, include_dashboard=False, **quiet)
         return True
+    probe(address)
     try:
         ray.init(address=address, runtime_env=runtime_env, **quiet)
     except Exception as exc:  # unreachable, refused, a version mismatch
@@ -51,6 +53,21 @@ def _connect(ray, address: str | None, jobs: int) -> bool:
             "command line", "--ray-address", repr(address), expected, reason
         ) from None
     return False
+
+
+def probe(address: str, timeout_s: float = 5.0) -> None:
+    """Refuse a HOST:PORT nobody answers at before Ray tries it (Ray retries an unreachable
+    cluster for minutes, printing warnings); other forms (`auto`, `ray://...`) go to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address:
+        return
+    try:
+        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout_s).close()
+    except (OSError, ValueError, OverflowError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise InputError.single("command line", "--ray-address", repr(address),
+                                "the address of a running Ray cluster's head (HOST:PORT)",
+                                f"no answer: {reason}") from None  # fmt: skip
 
 
 def run_on_ray(

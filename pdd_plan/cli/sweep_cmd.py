@@ -153,9 +153,11 @@ def _check_executor(executor: str, ray_address: str | None, resume: bool, out) -
         raise InputError.single("command line", "--resume", "it without --out",
                                 "--out DIR naming the interrupted sweep's folder")  # fmt: skip
     if executor == "ray":
-        from pdd_plan.sweep_ray import import_ray
+        from pdd_plan.sweep_ray import import_ray, probe
 
         import_ray()
+        if ray_address is not None:
+            probe(ray_address)  # before the journal: a refusal leaves nothing behind
 
 
 def _journal(out: str, spec, catalog, resume: bool):

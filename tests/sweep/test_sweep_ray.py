@@ -15,6 +15,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -182,6 +183,21 @@ def test_bad_executor_options_are_one_line(tmp_path):
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and words in lines[0], done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@needs_ray
+def test_an_unreachable_cluster_is_one_line_at_once(tmp_path):
+    with socket.socket() as sock:  # a port nothing listens on once this closes
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    start = time.monotonic()
+    done = _sweep(tmp_path / "out", "--executor", "ray", "--ray-address", f"127.0.0.1:{port}")
+    assert time.monotonic() - start < 60  # Ray alone retries for minutes
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "--ray-address" in lines[0] and "running Ray cluster" in lines[0]
+    assert not (tmp_path / "out").exists()  # refused before the journal
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["sweep", "--help"]])
