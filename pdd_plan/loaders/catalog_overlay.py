@@ -9,6 +9,7 @@ note. The option sets the overlay for the process and the worker processes it st
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -67,3 +68,27 @@ def overlay_notes(root: Path, overlay: Path) -> list[str]:
     where = shown_path(overlay)
     return [f"--catalog-dir {where}: {entry} replaces the shipped entry" for entry in
             replaced_ids(root, overlay)]  # fmt: skip
+
+
+def _digest(files: list[Path], root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def provenance_facts(overlay: Path | None, model_file: str) -> list[tuple[str, str]]:
+    """What the bill of materials adds to its top when figures came from outside the
+    shipped catalog (its catalog digest covers the shipped files only): the overlay's
+    folder and a SHA-256 over its files (relative path, NUL, bytes, NUL, sorted by path),
+    and the model file's path and the SHA-256 of its bytes."""
+    facts = []
+    if overlay is not None:
+        files = sorted(p for p in overlay.rglob("*") if p.is_file())
+        facts.append(("catalog_overlay", f"{overlay} (sha256 {_digest(files, overlay)})"))
+    if model_file:
+        path = Path(model_file)
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()  # as `sha256sum` prints it
+        facts.append(("model_file", f"{path} (sha256 {sha})"))
+    return facts

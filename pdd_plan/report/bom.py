@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pdd_plan import __version__
 from pdd_plan.errors import visible
 from pdd_plan.loaders.catalog_digest import catalog_digest, catalog_files
+from pdd_plan.loaders.catalog_overlay import provenance_facts
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.report.bom_items import HOURS_PER_YEAR, NO_PURCHASE_PRICE, NOT_INCLUDED, Bill, bill
 from pdd_plan.units import HOURS_PER_MONTH
@@ -75,6 +76,7 @@ def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str
                            "(costs.amortization_years) plus power; "
                            f"{NO_PURCHASE_PRICE} is said where the catalog has none"),
         ("hours", f"a month is {HOURS_PER_MONTH:g} h, a year {HOURS_PER_YEAR:g} h"),
+        *provenance_facts(getattr(catalog, "overlay", None), s.model_file),  # not in the digest
     ]  # fmt: skip
 
 

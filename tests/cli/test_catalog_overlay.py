@@ -218,3 +218,22 @@ def test_a_resumed_sweep_is_keyed_by_the_overlay_and_the_model_file(tmp_path, mo
     changed = sweep_key(sweep, catalog_dir())
     monkeypatch.delenv(OVERLAY_ENV)
     assert len({plain, overlaid, changed, sweep_key(sweep, catalog_dir())}) == 4
+
+
+def test_the_bill_of_materials_names_the_overlay_and_the_model_file(tmp_path, imported):
+    import hashlib
+
+    (tmp_path / "s.yaml").write_text(
+        SCENARIO.format(model_line="model_file: cat/models/my_llama_8b.yaml")
+    )
+    done = _cli(tmp_path, "solve", "s.yaml", "--catalog-dir", "cat", "--bom", "bom.csv")
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in (tmp_path / "bom.csv").read_text().splitlines() if line[:1] == "#"]
+    entry = tmp_path / "cat" / "models" / "my_llama_8b.yaml"
+    file_sha = hashlib.sha256(entry.read_bytes()).hexdigest()
+    # the overlay holds that one file, at models/my_llama_8b.yaml
+    folder_sha = hashlib.sha256(
+        b"models/my_llama_8b.yaml\0" + entry.read_bytes() + b"\0"
+    ).hexdigest()
+    assert any(r.startswith("# model_file,") and file_sha in r for r in rows), rows
+    assert any(r.startswith("# catalog_overlay,") and folder_sha in r for r in rows), rows
