@@ -194,7 +194,7 @@ def sweep(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
     executor: str = typer.Option(
-        "local", "--executor", help="local (a process pool) or ray (Ray tasks; pdd-plan[ray])"
+        "local", "--executor", help="local (a process pool) or ray (Ray tasks; needs the ray extra)"
     ),
     ray_address: str | None = typer.Option(
         None, "--ray-address", help="a running Ray cluster (default: a local Ray instance)"
