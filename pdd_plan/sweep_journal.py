@@ -9,10 +9,12 @@ previous run's files stay as they were beside the journal of the run that will r
 
 Format: the first line is a header `{"journal": "pdd-plan sweep", "format": 1, "key": K,
 "points": N}` where K is the SHA-256 of everything that decides a point's row (`sweep_key`);
-each further line is one point's row as the sweep returns it. Each line is written whole,
-flushed and fsynced. A last line cut short by a kill is ignored; a resumed run appends to
-the same journal. The file is locked (flock) while a sweep writes it, so two sweeps cannot
-share a folder.
+each further line is one point's row as the sweep returns it. Each line is written with
+one append and fsynced. A last line cut short by a kill is dropped (that point runs again)
+and a resumed run appends to the same journal; a sweep run without `--resume` starts a new
+one (with a note). The file is locked (flock) while a sweep writes it, so two sweeps cannot
+share a folder. Every row, new or resumed, passes through JSON (`as_stored`), so a resumed
+sweep's files are byte for byte an uninterrupted one's, wall times aside.
 """
 
 from __future__ import annotations
