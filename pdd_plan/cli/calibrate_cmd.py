@@ -4,19 +4,21 @@ per-iteration step times (vLLM forward-pass metrics or the plain CSV format)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from pdd_plan.calibration import Calibration, calibrate_steps
 from pdd_plan.cli.bounds import MAX_GPUS_PER_INSTANCE, bounded
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.strict import ID_PATTERN
 from pdd_plan.model.engine_profile import PARAMETERS
-from pdd_plan.model.step_fit import PHASES
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
+
+if TYPE_CHECKING:  # the fit (scipy) loads when the command runs, not for --help
+    from pdd_plan.calibration import Calibration
 
 app = typer.Typer(help="Fit engine profiles to measurements.", no_args_is_help=True)
 
@@ -45,6 +47,8 @@ def calibrate_data(c: Calibration, out: str) -> dict:
 
 
 def _print(c: Calibration, out: str) -> None:
+    from pdd_plan.model.step_fit import PHASES
+
     p = c.profile
     console.print(
         f"profile {safe(p.name)} ({p.engine} {p.engine_version}, {p.model} on {p.gpu}) from "
@@ -95,6 +99,8 @@ def steps(
     Model, GPU and parallelism of an FPM file come from an index.csv beside it, else
     from the options; the plain CSV may carry them per row.
     """
+    from pdd_plan.calibration import calibrate_steps
+
     _check(out, name, {"tp": tp, "ep": ep, "dp": dp})
     check_outputs(files, {"--out": out})
     options = dict(model=model, gpu=gpu, tp=tp, ep=ep, dp=dp, kv_dtype=kv_dtype)

@@ -14,7 +14,6 @@ from pdd_plan.errors import InputError
 from pdd_plan.loaders.strict import ID_PATTERN
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
-from pdd_plan.sim.serving_fit import FITTED
 from pdd_plan.units import DTYPE_BYTES
 
 
@@ -34,6 +33,8 @@ def check_common(out: str, name: str | None, dtypes: dict) -> None:
 
 
 def serving_data(c, out: str) -> dict:
+    from pdd_plan.sim.serving_fit import FITTED  # scipy: loads when the command runs
+
     return {
         "profile": c.profile.describe() | {"source": out},
         "fitted": list(FITTED),
@@ -48,6 +49,8 @@ def serving_data(c, out: str) -> dict:
 
 
 def _print(c, out: str) -> None:
+    from pdd_plan.sim.serving_fit import FITTED
+
     p = c.profile
     console.print(
         f"profile {safe(p.name)} ({p.engine or 'engine unnamed'}, {p.model} on {p.gpu}) from "

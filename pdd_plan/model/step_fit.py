@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile, step_parts
 from pdd_plan.model.roofline import Instance
@@ -137,6 +136,8 @@ def _weights(data: Prepared) -> np.ndarray:
 
 
 def _solve(data: Prepared, start: EngineProfile, free: tuple[str, ...]) -> np.ndarray:
+    from scipy.optimize import least_squares  # on first use, not at every CLI start-up
+
     names = list(PARAMETERS)
     index = [names.index(k) for k in free]
     low = np.array([PARAMETERS[k][1] for k in free])

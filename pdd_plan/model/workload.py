@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 
 @dataclass(frozen=True)
@@ -92,9 +91,13 @@ class TruncatedLognormal(_TruncatedContinuous):
     kind: str = "lognormal"
 
     def _cdf(self, x):
+        from scipy import special  # on first use: 0.2 s of start-up otherwise
+
         return special.ndtr((np.log(np.maximum(x, 1e-300)) - np.log(self.median)) / self.sigma)
 
     def _ppf(self, q):
+        from scipy import special  # on first use: 0.2 s of start-up otherwise
+
         return self.median * np.exp(self.sigma * special.ndtri(q))
 
 
@@ -107,10 +110,14 @@ class BetaRange(_TruncatedContinuous):
     kind: str = "beta"
 
     def _cdf(self, x):
+        from scipy import special  # on first use: 0.2 s of start-up otherwise
+
         unit = np.clip((np.asarray(x, float) - self.low) / (self.high - self.low), 0.0, 1.0)
         return special.betainc(self.alpha, self.beta, unit)
 
     def _ppf(self, q):
+        from scipy import special  # on first use: 0.2 s of start-up otherwise
+
         return self.low + (self.high - self.low) * special.betaincinv(self.alpha, self.beta, q)
 
 
