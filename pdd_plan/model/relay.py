@@ -21,6 +21,7 @@ import numpy as np
 from pdd_plan.model.decode_admission import reserved_tokens, slots_per_instance
 from pdd_plan.model.handoff import Handoff, catch_up_extra_tokens
 from pdd_plan.model.queueing import erlang_b
+from pdd_plan.model.routing import eager_tokens
 
 PASSES = 3  # step -> eager tokens -> handoff -> hold -> batch -> step: settles in two
 
@@ -43,11 +44,6 @@ class RelayLoad:
     @property
     def kept_frac(self) -> float:
         return 1.0 - self.overflow_frac
-
-
-def eager_tokens(wan_time_s: np.ndarray, rld_step_s: float, output_tokens: np.ndarray):
-    """Tokens RLD emits while MD waits for the KV: one per RLD step, at most the output."""
-    return np.minimum(np.ceil(np.asarray(wan_time_s) / rld_step_s), output_tokens)
 
 
 def relay_load(

@@ -1,5 +1,5 @@
 """PDD routing and its baselines: which path each request class takes, what crosses the
-WAN, how many tokens the relay decodes, and what the handoff costs.
+WAN, and how many tokens the relay decodes (the handoff: model/handoff.py).
 
 Paths (pdd-system.md §5):
 - DIRECT: P -> MD over the WAN; MD emits the first token once it holds the KV.
@@ -103,9 +103,3 @@ def eager_tokens(
 ) -> np.ndarray:
     """Tokens RLD emits while MD waits for the KV: one per RLD step, at most the output."""
     return np.minimum(np.ceil(wan_time_s / rld_step_s), output_tokens)
-
-
-def catch_up_extra_tokens(extend_step_s: np.ndarray, rld_step_s: float) -> np.ndarray:
-    """Catch-up handoff: RLD keeps generating while MD extend-decodes the handed tokens;
-    the few it emits meanwhile are absorbed in MD's next ordinary step."""
-    return np.ceil(extend_step_s / rld_step_s)
