@@ -113,7 +113,7 @@ def test_resumed_sweep_has_the_uninterrupted_rows(runs):
     full = json.loads(whole.stdout)["points"]
     again = json.loads(resumed.stdout)["points"]
     assert len(full) == len(again) == POINTS
-    assert [r["status"] for r in again] == ["evaluated"] * POINTS
+    assert all(r["metrics"] for r in again)  # every point evaluated (SLA met or not)
     assert _without_wall(again) == _without_wall(full)
     # the files too, written once the journal is done with (it leaves with the old folder)
     assert sorted(p.name for p in (base / "resumed").iterdir()) == sorted(
