@@ -115,6 +115,52 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
+            "A decoding request counts for its life-average KV blocks (prompt + half its output); "
+            "block growth and the engine's retraction of requests when blocks run out are not "
+            "modelled"
+        ),
+        (
+            "slots high where an engine admits by the current blocks and retracts often; low "
+            "where it reserves the whole output (set `engine.reserve_max_output`)"
+        ),
+    ),
+    (
+        (
+            "The slot wait of a decode role is one pooled many-server queue, one per instance on "
+            "colocated serving (Erlang-C scaled by the Halfin-Whitt effect of the output-length "
+            "variability, exponential tail)"
+        ),
+        (
+            "TTFT optimistic above about 95 % of a decode role's slots, where the long simulated "
+            "runs queue longer (`evaluate` warns there)"
+        ),
+    ),
+    (
+        (
+            "Relay overflow is Erlang-B (Poisson arrivals, no retry); an overflowed request waits "
+            "for its KV on MD like a direct one"
+        ),
+        "overflow share low under bursty arrivals",
+    ),
+    (
+        (
+            "The handoff's fixed engine cost (235.6 ms by default, from the published 305 ms) "
+            "delays the handed-off request only, not the requests co-batched with its extend step"
+        ),
+        (
+            "TPOT of MD's other requests optimistic if the engine runs the extend step outside "
+            "its CUDA graph for the whole batch"
+        ),
+    ),
+    (
+        (
+            "TPOT spread from the batch: each instance holds N/n of a Poisson population "
+            "(M/G/inf, no cap), averaged over a request's life"
+        ),
+        "spread high near the slot limit, where the cap clips the population",
+    ),
+    (
+        (
             "The optimiser's capacities are linear per instance (a prefill instance carries cap /"
             " E[prefill time]; a decode instance its TPOT-limited batch), then each plan is "
             "verified with `evaluate`"
