@@ -13,6 +13,7 @@ import itertools
 import math
 import multiprocessing
 import os
+import re
 import signal
 import time
 from collections import Counter
@@ -74,14 +75,14 @@ def _axis_error(spec: str, expected: str = AXIS_FORMS) -> InputError:
 def _number(text: str, spec: str) -> float | int:
     value = _scalar(text)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _axis_error(spec, f"numbers in START:STOP:STEP (found {text.strip()!r})")
+        raise _axis_error(spec, f"START:STOP:STEP of numbers (found {text.strip()!r})")
     return value
 
 
 def _range(text: str, spec: str) -> tuple:
     start, stop, step = (_number(t, spec) for t in text.split(":"))
     if step <= 0 or stop < start:
-        raise _axis_error(spec, "START <= STOP and STEP > 0")
+        raise _axis_error(spec, "START:STOP:STEP with START <= STOP and STEP > 0")
     count = math.floor((stop - start) / step * (1 + 1e-12) + 1e-9) + 1
     if count > MAX_POINTS:
         raise _axis_error(spec, f"at most {MAX_POINTS:,} values (found {count:,})")
@@ -92,7 +93,7 @@ def _range(text: str, spec: str) -> tuple:
 
 def _scalar(text: str):
     """A listed value: an integer, a number, true/false, or else the text itself (no YAML
-    1.1 surprises: `1:30` stays text, `no` stays text, `@x` is allowed)."""
+    1.1 surprises: `no` stays text, `@x` is allowed; `parse_axis` refuses `1:30`)."""
     text = text.strip()
     for kind in (int, float):
         try:
@@ -113,8 +114,16 @@ def parse_axis(spec: str) -> Axis:
         return Axis(key.strip(), _range(text, spec))
     values = tuple(_scalar(v) for v in text.split(","))
     if any(v == "" for v in values):
-        raise _axis_error(spec, "values separated by commas, none empty")
+        raise _axis_error(spec, "V1,V2,... with no value empty")
+    for value in values:
+        if isinstance(value, str) and (":" in value or _DASHED_RANGE.match(value)):
+            raise _axis_error(spec, f"START:STOP:STEP or V1,V2,... (found {value!r})")
     return Axis(key.strip(), values)
+
+
+# `5-10` or `0.5 - 2`: a range written with a dash, refused before any point runs (a
+# value with a colon that is not START:STOP:STEP likewise: no scenario value has one)
+_DASHED_RANGE = re.compile(r"^-?[\d.]+(e-?\d+)?\s*-\s*[\d.]+(e-?\d+)?$", re.IGNORECASE)
 
 
 def grid(axes: tuple[Axis, ...] | list[Axis]) -> tuple[dict, ...]:
@@ -213,10 +222,30 @@ def evaluate_loaded(s, plan_path: str, catalog: Catalog, resolution) -> dict:
 
     deployment = load_plan(plan_path, s, catalog)
     model = catalog.model_for(s)
-    metrics, _ = evaluate(prepare(s, deployment, model, catalog.gpus, catalog.lines, resolution))
+    setup = prepare(s, deployment, model, catalog.gpus, catalog.lines, resolution)
+    metrics, snap = evaluate(setup)
     out = {"status": "evaluated", "plan": plan_json(deployment), "metrics": metrics.to_json()}
     out["metrics"]["engine_profile"] = profile_summary(s.engine.profile)  # as evaluate's (#13)
+    saturation = None
+    if snap is None:
+        from pdd_plan.saturation import saturation_of
+
+        saturation = saturation_of(setup, metrics.offered_rps, metrics.goodput_rps)
+    out["status"], out["error"] = evaluated_status(out["metrics"], saturation)
     return out
+
+
+def evaluated_status(metrics: dict, saturation: dict | None) -> tuple[str, str | None]:
+    """A plan evaluated at a point: `evaluated` only when it meets the SLA there (#14
+    item 11); `saturated` or `sla_missed` count as failed points, with the reason."""
+    if saturation is not None:
+        return "saturated", (f"{saturation['first']} (the plan carries "
+                             f"{metrics['goodput_rps']:.3g} req/s within the SLA)")  # fmt: skip
+    if not metrics["sla_met"]:
+        missed = [f"{k} {v['value']:.3g} > {v['limit']:.3g}"
+                  for k, v in metrics["sla_checks"].items() if v["value"] > v["limit"]]  # fmt: skip
+        return "sla_missed", "SLA missed: " + ", ".join(missed)
+    return "evaluated", None
 
 
 def run_point(sweep: Sweep, index: int, catalog: Catalog | None = None) -> dict:
@@ -243,13 +272,13 @@ def run_point(sweep: Sweep, index: int, catalog: Catalog | None = None) -> dict:
 OK_STATUSES = ("optimal", "feasible", "evaluated")
 # a failed point's status -> the exit code of a sweep whose every point failed so
 _EXIT_OF_STATUS = {"error": 1, "bad_value": 2, "infeasible": 3, "saturated": 3,
-                   "solver_error": 4}  # fmt: skip
+                   "sla_missed": 3, "solver_error": 4}  # fmt: skip
 
 
 def all_failed_error(rows: list[dict], label: str) -> PddPlanError | None:
     """None when a point ran. When none did, the error the sweep ends with: the lowest
-    exit code among the points' (a bug 1, bad values 2, infeasible or saturated 3, a
-    solver failure 4), naming the count of each status and the first point's error. A
+    exit code among the points' (a bug 1, bad values 2, infeasible, saturated or SLA
+    missed 3, a solver failure 4), naming the count of each status and the first point's error. A
     sweep with some points failed is not an error: it exits 0 and counts them."""
     if not rows or any(r["status"] in OK_STATUSES for r in rows):
         return None

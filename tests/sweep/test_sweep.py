@@ -37,7 +37,7 @@ def prepared(*specs: str, arch: str = "idc_pd", **kw) -> sw.Sweep:
         ("k=1:2:5", (1,)),
         ("k=1,2.5,one_shot", (1, 2.5, "one_shot")),
         ("k=7", (7,)),
-        ("k=1:30,no,true", ("1:30", "no", True)),
+        ("k=1e-3,no,true", (1e-3, "no", True)),
     ],
 )
 def test_axis_values(spec, values):

@@ -77,8 +77,8 @@ def test_sweep_with_a_plan_evaluates_it_at_every_point(run_cli, tmp_path):
     assert points[0]["plan"] == points[1]["plan"] == json.loads(solved.stdout)["plan"]
     cost = {p["metrics"]["cost_usd_per_hour"] for p in points[:2]}
     assert len(cost) == 1  # the same plan costs the same at any demand
-    over = points[2]["metrics"]  # far beyond what the plan carries: evaluated, SLA missed
-    assert points[2]["status"] == "evaluated" and over["sla_met"] is False
+    over = points[2]["metrics"]  # far beyond what the plan carries: saturated, a failed point
+    assert points[2]["status"] == "saturated" and over["sla_met"] is False
     assert over["goodput_rps"] < over["offered_rps"] == 200
 
 

@@ -1,0 +1,122 @@
+"""Issue #14 friction items 11, 12 and 14: verdicts first, warnings where the numbers stop
+meaning what they say, and tables at 80 columns that keep what users must type."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pdd_plan import sweep as sw
+from tests.conftest import cli_command
+
+TINY = Path(__file__).resolve().parent.parent / "sweep" / "tiny.yaml"
+# a plan for tiny.yaml: 1 prefill H100 and 2 decode H100s carry about 2.6 req/s
+PLAN = {
+    "architecture": "idc_pd",
+    "instances": [
+        {"role": "prefill", "datacenter": "dc_a", "gpu": "h100_sxm", "gpus_per_instance": 1,
+         "count": 1},
+        {"role": "decode", "datacenter": "dc_a", "gpu": "h100_sxm", "gpus_per_instance": 1,
+         "count": 2},
+    ],
+    "lines": [],
+    "policy": {"rld_hit_threshold": 0.9, "handoff": "catch_up", "short_output_cutoff": False},
+}  # fmt: skip
+
+
+def run80(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """The real CLI in an 80-column terminal, run from `tmp_path`."""
+    env = {k: v for k, v in os.environ.items() if k != "PDD_PLAN_DEBUG"}
+    env["COLUMNS"] = "80"
+    return subprocess.run([*cli_command(), *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def scenario_at(tmp_path: Path, rate_per_s: float, **sla) -> Path:
+    data = yaml.safe_load(TINY.read_text())
+    data["workload"]["arrival_rate_per_s"] = rate_per_s
+    data["sla"].update(sla)
+    path = tmp_path / f"tiny_{rate_per_s:g}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture
+def plan_file(tmp_path) -> Path:
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump({"plan": PLAN}))
+    return path
+
+
+# --- item 11 -------------------------------------------------------------------------
+
+
+def test_sweep_plan_marks_saturated_and_sla_missed_points_failed(tmp_path, plan_file):
+    # 200 req/s on 1 prefill GPU saturates it; at 1 req/s a TTFT P90 limit of 1 ms cannot
+    # be met (one pass over a 32B model's 64 GB of weights alone takes ~19 ms on an H100)
+    scenario = scenario_at(tmp_path, 1, ttft_p90_s=0.001)
+    done = run80(tmp_path, "sweep", str(scenario), "--plan", str(plan_file), "--jobs", "1",
+                 "--vary", "workload.arrival_rate_per_s=1,200", "--format", "json")  # fmt: skip
+    assert done.returncode == 3, done.stderr  # every point failed: infeasible's exit code
+    assert "Traceback" not in done.stderr
+    points = json.loads(done.stdout)["points"]
+    assert [p["status"] for p in points] == ["sla_missed", "saturated"]
+    assert points[0]["error"].startswith("SLA missed: ttft_p90_s")
+    assert "prefill" in points[1]["error"] and "saturated" in points[1]["error"]
+    assert json.loads(done.stdout)["points_failed"] == 2
+
+
+def test_evaluated_status_only_when_the_sla_holds():
+    met = {"offered_rps": 1, "goodput_rps": 2, "sla_met": True,
+           "sla_checks": {"ttft_p90_s": {"value": 0.5, "limit": 1.0}}}  # fmt: skip
+    missed = {**met, "sla_met": False,
+              "sla_checks": {"ttft_p90_s": {"value": 2.0, "limit": 1.0},
+                             "tpot_p90_s": {"value": 0.01, "limit": 0.1}}}  # fmt: skip
+    assert sw.evaluated_status(met, None) == ("evaluated", None)
+    status, error = sw.evaluated_status(missed, None)
+    assert status == "sla_missed" and "ttft_p90_s 2 > 1" in error and "tpot" not in error
+    sat = {"first": "decode (2 x 1 h100_sxm) is saturated: offered load 9 >= capacity 3"}
+    assert sw.evaluated_status(missed, sat)[0] == "saturated"
+    rows = [{"index": 0, "status": "sla_missed", "error": "SLA missed: x"}]
+    assert sw.all_failed_error(rows, "s.yaml").exit_code == 3
+
+
+def test_evaluate_saturated_leads_with_the_verdict_and_every_roles_load(tmp_path, plan_file):
+    done = run80(tmp_path, "evaluate", str(scenario_at(tmp_path, 200)), str(plan_file))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("SATURATED: prefill")
+    text = " ".join(done.stdout.split())
+    # 76 times the rate the plan carries: both roles are named, each far above capacity
+    assert "prefill 1," in text and "decode " in text
+    loads = text.split("scaled by the rate): ")[1].split(" engine profile")[0]
+    assert [part.split()[0] for part in loads.split(", ")][:2] == ["prefill", "decode"]
+    assert all(float(part.split()[1].rstrip("%").replace(",", "")) > 100
+               for part in loads.split(", ")[:2])  # fmt: skip
+
+
+def test_evaluate_lead_line_says_sla_missed_or_met(tmp_path, plan_file):
+    missed = run80(tmp_path, "evaluate", str(scenario_at(tmp_path, 1, ttft_p90_s=0.001)),
+                   str(plan_file))  # fmt: skip
+    assert missed.returncode == 0, missed.stderr
+    assert missed.stdout.startswith("SLA missed: ttft_p90_s")
+    met = run80(tmp_path, "evaluate", str(scenario_at(tmp_path, 1)), str(plan_file))
+    assert met.stdout.startswith("SLA met: ")
+
+
+@pytest.mark.parametrize("value", ["5-10", "a:b", "1:2:0", "", ","])
+def test_malformed_vary_is_refused_before_any_work(tmp_path, plan_file, value):
+    spec = f"workload.arrival_rate_per_s={value}"
+    done = run80(tmp_path, "sweep", str(TINY), "--plan", str(plan_file), "--vary", spec)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert lines[0].startswith("error: command line: --vary: found ")
+    assert repr(spec) in lines[0]
+    assert "START:STOP:STEP" in lines[0] or "V1,V2" in lines[0]
+    assert "sweep (" not in done.stderr  # no progress bar: no point ran
