@@ -12,7 +12,7 @@ from pdd_plan.cli.estimate_serving import (
     serving_data,
     serving_load,
 )
-from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.errors import InputError, Problem
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.engine_profile import profile_line, profile_summary, transfer_notes
@@ -83,7 +83,45 @@ def estimate_data(inst: Instance, isl: int, osl: int, batch: int) -> dict:
         "decode": decode,
         "engine_profile": profile_summary(inst.engine_profile),
         "warnings": transfer_notes(inst.engine_profile, [inst.gpu.id], inst.model.id),
+        "batch_exceeds_max_batch": batch > inst.max_batch(isl + osl),
+        "sizing_warnings": sizing_warnings(inst, isl, osl, batch),
     }
+
+
+def sizing_warnings(inst: Instance, isl: int, osl: int, batch: int) -> list[str]:
+    """Where the figures describe an instance no engine would run as asked (#14 item 12):
+    a batch whose KV does not fit HBM, heads that the tensor-parallel degree does not split."""
+    out = []
+    fit = inst.max_batch(isl + osl)
+    if batch > fit:
+        out.append(f"batch {batch:,} exceeds the HBM batch: {fit:,} requests of "
+                   f"{isl + osl:,} tokens fit; the decode step is computed as if all "
+                   f"{batch:,} did")  # fmt: skip
+    if inst.parallel_mode() == "tp" and inst.gpus > 1:
+        out += _head_warnings(inst.model, inst.gpus)
+    return out
+
+
+def _head_warnings(model, tp: int) -> list[str]:
+    """Engines split attention by heads: a degree that does not divide them pads or fails."""
+    out = []
+    heads = sorted({a.num_heads for a in model.attention_types.values()
+                    if getattr(a, "num_heads", None)})  # fmt: skip
+    kv_heads = sorted({a.num_kv_heads for a in model.attention_types.values()
+                       if getattr(a, "num_kv_heads", None)})  # fmt: skip
+    for n in heads:
+        if n % tp:
+            out.append(f"{n} attention heads are not divisible by the tensor-parallel degree "
+                       f"{tp}: engines refuse it or pad heads")  # fmt: skip
+    for n in kv_heads:
+        if n % tp and tp % n:
+            out.append(f"{n} KV heads are not divisible by the tensor-parallel degree {tp} "
+                       f"(nor {tp} by {n}): engines refuse it or pad heads")  # fmt: skip
+        elif n < tp:
+            out.append(f"{n} KV heads under tensor-parallel degree {tp}: engines replicate "
+                       f"each KV head on {tp // n} GPUs, this estimate splits the KV over all "
+                       f"{tp} (optimistic KV room and max batch)")  # fmt: skip
+    return out
 
 
 def estimate(
@@ -210,3 +248,5 @@ def _print_table(d: dict) -> None:
             f"[bold red]does not fit[/]: the weights exceed usable HBM by "
             f"{format_bytes(-d['kv_capacity_bytes'])}; max batch 0"
         )
+    for warning in d["sizing_warnings"]:
+        console.print(f"[yellow]warning[/]: {safe(warning)}")

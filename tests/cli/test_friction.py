@@ -120,3 +120,38 @@ def test_malformed_vary_is_refused_before_any_work(tmp_path, plan_file, value):
     assert repr(spec) in lines[0]
     assert "START:STOP:STEP" in lines[0] or "V1,V2" in lines[0]
     assert "sweep (" not in done.stderr  # no progress bar: no point ran
+
+
+# --- item 12 -------------------------------------------------------------------------
+# Qwen3-32B (its config.json): 64 layers, 64 attention heads, 8 KV heads of 128 dims; bf16
+# KV is 64 x 8 x 128 x 2 (K and V) x 2 bytes = 256 KiB a token, 1.25 GiB at 5,000 tokens.
+
+
+def _estimate(tmp_path, gpus: int, batch: int, fmt: str = "table"):
+    return run80(tmp_path, "estimate", "--model", "qwen3_32b", "--gpu", "h100_sxm",
+                 "--gpus-per-instance", str(gpus), "--isl", "4000", "--osl", "1000",
+                 "--batch", str(batch), "--format", fmt)  # fmt: skip
+
+
+def test_estimate_says_when_the_batch_exceeds_the_hbm_batch(tmp_path):
+    # 1,000 requests x 1.25 GiB is 1.2 TiB of KV: no 80 GB H100 pair holds it; one holds
+    over = _estimate(tmp_path, 2, 1000)
+    assert over.returncode == 0, over.stderr
+    text = " ".join(over.stdout.split())
+    assert "warning: batch 1,000 exceeds the HBM batch" in text
+    as_json = json.loads(_estimate(tmp_path, 2, 1000, "json").stdout)
+    assert as_json["batch_exceeds_max_batch"] is True
+    fits = json.loads(_estimate(tmp_path, 2, 1, "json").stdout)
+    assert fits["batch_exceeds_max_batch"] is False
+    assert not any("HBM batch" in w for w in fits["sizing_warnings"])
+
+
+def test_estimate_warns_when_tp_does_not_divide_the_heads(tmp_path):
+    six = " ".join(_estimate(tmp_path, 6, 1).stdout.split())
+    assert "64 attention heads are not divisible by the tensor-parallel degree 6" in six
+    assert "8 KV heads are not divisible by the tensor-parallel degree 6" in six
+    four = json.loads(_estimate(tmp_path, 4, 1, "json").stdout)  # 64 / 4 and 8 / 4: even
+    assert not any("heads" in w for w in four["sizing_warnings"])
+    sixteen = json.loads(_estimate(tmp_path, 16, 1, "json").stdout)  # 16 GPUs, 8 KV heads
+    heads = [w for w in sixteen["sizing_warnings"] if "heads" in w]
+    assert len(heads) == 1 and "8 KV heads" in heads[0] and "replicate" in heads[0]
