@@ -109,6 +109,7 @@ class _Entry:
     setups: list | None = None
     passes: float = 0.0  # highest rate known to meet the SLA
     fails: float = math.inf  # lowest rate known to miss it
+    missed: dict = field(default_factory=dict)  # setup index -> lowest rate its SLA missed
 
 
 @dataclass
@@ -174,12 +175,22 @@ class Search:
                 e.fails = 0.0
                 return False
         self.evaluations += 1
-        ok = all(meets_sla(setup, rate) for setup in e.setups)
+        missed = next((i for i, x in enumerate(e.setups) if not meets_sla(x, rate)), None)
+        ok = missed is None
+        if not ok:
+            e.missed[missed] = min(e.missed.get(missed, math.inf), rate)
         if ok:
             e.passes = rate
         else:
             e.fails = rate
         return ok
+
+    def known(self, d: Deployment, dist: int) -> tuple[float, float]:
+        """(a rate `d` met, a rate it missed) under hit-rate distribution `dist`, as the
+        walk found them (`evaluate.goodput_rps` reuses them: the final metrics need not
+        repeat its bisection)."""
+        e = self._cache.get((d.policy, d.instances, d.line_capacity_bits_per_s), _Entry())
+        return e.passes, e.missed.get(dist, math.inf)
 
     def _goodput(self, d: Deployment, low: float, ceiling: float) -> float:
         """The largest rate up to the goal's cap that `d` carries (it carries `low`; it

@@ -392,14 +392,17 @@ def solve(
         )
     deployment = outcome.deployment
     full = prepare(scenario, deployment, model, gpus, tiers, resolution)
-    metrics, _ = evaluate(full)
+    metrics, _ = evaluate(full, known=search.known(deployment, 0))
     rate = outcome.rate_rps
     if scenario.objective.kind != "min_cost":
         # what the plan carries under every distribution, by evaluate's own bisection (the
         # search's depends on the order it met the plans in)
         carried = [metrics.goodput_rps] + [
-            goodput_rps(prepare(scenario, deployment, model, gpus, tiers, resolution, h))
-            for h in scenario.workload.hit_rate_alternatives.values()
+            goodput_rps(
+                prepare(scenario, deployment, model, gpus, tiers, resolution, h),
+                known=search.known(deployment, i),
+            )
+            for i, h in enumerate(scenario.workload.hit_rate_alternatives.values(), start=1)
         ]
         rate = min(search.goal.cap_rps, *carried)
     form = forms.get(deployment.policy) or next(iter(forms.values()), None)
