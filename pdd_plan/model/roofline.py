@@ -122,6 +122,11 @@ STEP_KEYS = ("compute_s", "memory_s", "comm_s", "overhead_s", "total_s", "flops"
 # Memoised scalar steps per instance before the memo starts afresh (a sweep in one process
 # meets many contexts; one solve stays far below this).
 STEP_MEMO_LIMIT = 200_000
+# Vectorised step times are memoised too (the planner asks the same per-class prefill
+# times at every rate it tries) for arguments of at most this many elements each, this
+# many calls per instance: at most 20 MB, in practice well under 1 MB.
+VECTOR_MEMO_MAX_ELEMENTS = 2048
+VECTOR_MEMO_LIMIT = 256
 
 
 @dataclass(frozen=True)
@@ -158,8 +163,8 @@ class Instance:
         key = ("instance", self.gpu, self.gpus, self.kv_dtype, self.weight_dtype)
         key += (self.step_overhead_s, self.parallelism, self.engine_profile)
         cache = getattr(self.model, "_cache", None)
-        memo = ({}, {}) if cache is None else cache.setdefault(key, ({}, {}))
-        object.__setattr__(self, "_memo", memo)  # (constants, scalar steps): not a field
+        memo = ({}, {}, {}) if cache is None else cache.setdefault(key, ({}, {}, {}))
+        object.__setattr__(self, "_memo", memo)  # (constants, scalar, vector steps)
 
     def _const(self, key, compute):
         """`compute()` once per instance and `key` (figures fixed by the instance's fields)."""
@@ -421,7 +426,17 @@ class Instance:
         key = _scalar_key(batch, context, new, cached, prompts)
         if key is not None:
             return self._scalar_step(key)[4]
-        return as_output(self._vector_step(batch, context, new, cached, prompts)["total_s"])
+        key = _vector_key(batch, context, new, cached, prompts)
+        if key is None:
+            return as_output(self._vector_step(batch, context, new, cached, prompts)["total_s"])
+        vectors = self._memo[2]
+        if key not in vectors:
+            if len(vectors) >= VECTOR_MEMO_LIMIT:
+                vectors.clear()
+            step = self._vector_step(batch, context, new, cached, prompts)
+            vectors[key] = as_output(step["total_s"])
+        out = vectors[key]
+        return out.copy() if isinstance(out, np.ndarray) else out  # callers may write to it
 
     def _scalar_step(self, key: tuple) -> tuple:
         """The STEP_KEYS figures of one step in plain floats, memoised per `key`."""
@@ -552,6 +567,15 @@ def _scalar_key(batch, context, new, cached, prompts) -> tuple | None:
         return None
     b, c, n, k, p = floats
     return (b, float(round(c)), float(round(n)), float(round(k)), p)
+
+
+def _vector_key(*values) -> tuple | None:
+    """The arguments of a vectorised call as (shape, float bytes) each, or None when they
+    are too large to memoise."""
+    arrays = [np.asarray(v, dtype=float) for v in values]
+    if max(a.size for a in arrays) > VECTOR_MEMO_MAX_ELEMENTS:
+        return None
+    return tuple((a.shape, a.tobytes()) for a in arrays)
 
 
 _NUMBERS = (int, float, np.integer, np.floating)

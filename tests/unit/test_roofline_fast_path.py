@@ -185,3 +185,24 @@ def test_max_batch_for_tpot_equals_the_linear_search(catalog, seed):
             assert inst.max_batch_for_tpot(tpot, context) == _linear_search(inst, tpot, context)
             checked += 1
     assert checked >= 50
+
+
+def test_memoised_vector_calls_answer_afresh_and_cannot_be_corrupted(catalog):
+    """A repeated vectorised call gives what a fresh instance computes; writing into a
+    returned array leaves the memo intact; a differently shaped call is its own entry."""
+    model, gpu = catalog.model("llama_3_1_70b"), catalog.gpus["h200_sxm"]
+    inst = Instance(model, gpu, 4, parallelism="tp")
+    new = np.array([100.0, 2000.0, 513.0, 7.0])
+    cached = np.array([0.0, 100.0, 4096.0, 0.0])
+    first = inst.prefill_time_s(new, cached)
+    want = [inst.prefill_time_s(float(n), float(c)) for n, c in zip(new, cached, strict=True)]
+    assert all(_close(float(a), b) for a, b in zip(first, want, strict=True))
+    first[:] = -1.0  # a caller writing into its result
+    again = inst.prefill_time_s(new, cached)
+    assert all(_close(float(a), b) for a, b in zip(again, want, strict=True))
+    column = inst.prefill_time_s(new[:, None], cached[:, None])
+    assert column.shape == (4, 1)
+    batches = np.arange(1.0, 65.0)
+    steps = inst.decode_step_s(batches, 3000)
+    assert steps.shape == (64,) and np.all(np.diff(steps) >= 0)
+    assert _close(float(inst.decode_step_s(batches, 3001)[10]), inst.decode_step_s(11.0, 3001))
