@@ -126,7 +126,8 @@ def _ttft_groups(setup, side, service, p_wait, conn_wait, wan_time) -> list[Late
         kept, over = side.relay.kept_frac, side.relay.overflow_frac
         near = service + rdma_visible + 1.5 * side.relay.step_s
         groups.append(LatencyGroup(c.weight[~direct] * kept, near[~direct], (p_wait,)))
-        groups.append(LatencyGroup(c.weight[~direct] * over, via_md[~direct], direct_waits))
+        if over > 1e-9:  # below, the overflowed requests move no percentile
+            groups.append(LatencyGroup(c.weight[~direct] * over, via_md[~direct], direct_waits))
     return groups
 
 

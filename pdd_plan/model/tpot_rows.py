@@ -77,7 +77,7 @@ def _merge_equal_rows(weights: np.ndarray, values: np.ndarray):
     """Rows with the same values (to 9 significant digits) as one, weights summed: most
     classes differ only in what does not change their TPOT (the root-finding then runs on
     tens of rows, not thousands)."""
-    keep = weights > 0
+    keep = weights > 1e-12 * weights.sum()  # e.g. the overflowed share when nothing overflows
     weights, values = weights[keep], values[keep]
     keys = np.array([[float(f"{v:.9g}") for v in row] for row in values]) if len(values) else values
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
