@@ -62,13 +62,56 @@ def plain(value) -> Text | object:
 
 
 def table(title: str, columns: list[str], rows: list[list], caption: str = "") -> None:
-    """Cells are plain text (`plain`): pass a `rich.text.Text` to style one."""
+    """Cells are plain text (`plain`): pass a `rich.text.Text` to style one.
+
+    No column is narrowed below its longest word, and the first (the ids users type) is
+    never wrapped: when the terminal is too narrow for that, the rightmost columns are
+    left out and the caption says which (#14 item 14)."""
+    cells = [[plain(v) for v in row] for row in rows]
+    shown = len(columns)
+    while True:
+        t = _build(title, columns[:shown], [r[:shown] for r in cells], caption, columns[shown:])
+        if shown <= 2 or _fit_widths(t):
+            break
+        shown -= 1
+    console.print(t)
+
+
+def _build(title, columns, rows, caption, dropped) -> Table:
+    if dropped:
+        shown = ", ".join(dropped)
+        note = f"not shown at this width: {shown} (widen the terminal or --format json)"
+        caption = f"{caption}; {note}" if caption else note
     t = Table(title=plain(title), caption=plain(caption) if caption else None, show_lines=False)
     for i, c in enumerate(columns):
-        t.add_column(plain(c), justify="left" if i == 0 else "right")
+        t.add_column(plain(c), justify="left" if i == 0 else "right", no_wrap=i == 0)
     for row in rows:
-        t.add_row(*[plain(v) for v in row])
-    console.print(t)
+        t.add_row(*row)
+    return t
+
+
+def _fit_widths(t: Table) -> bool:
+    """False when `t` cannot print without cutting a word (an id in its first column)
+    at the console's width. Else True, with the widths set where rich's own narrowing
+    (which evens out the widest columns whatever their words) would cut one: each column
+    gets its longest word, and the room left goes in proportion to what each wants more."""
+    from rich.measure import Measurement
+
+    options = console.options.update(no_wrap=False)
+    spans = [[Measurement.get(console, options, cell) for cell in (c.header, *c.cells)]
+             for c in t.columns]  # fmt: skip
+    low = [max(m.minimum for m in col) for col in spans]
+    high = [max(m.maximum for m in col) for col in spans]
+    low[0] = high[0]  # the first column unwrapped
+    room = console.width - 3 * len(t.columns) - 1  # 2 padding + 1 border a column
+    if sum(high) <= room:
+        return True
+    if sum(low) > room:
+        return False
+    spare, want = room - sum(low), sum(h - lo for h, lo in zip(high, low, strict=True))
+    for column, lo, hi in zip(t.columns, low, high, strict=True):
+        column.width = lo + (hi - lo) * spare // want
+    return True
 
 
 def check_architecture(architecture: str) -> None:

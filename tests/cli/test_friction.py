@@ -155,3 +155,79 @@ def test_estimate_warns_when_tp_does_not_divide_the_heads(tmp_path):
     sixteen = json.loads(_estimate(tmp_path, 16, 1, "json").stdout)  # 16 GPUs, 8 KV heads
     heads = [w for w in sixteen["sizing_warnings"] if "heads" in w]
     assert len(heads) == 1 and "8 KV heads" in heads[0] and "replicate" in heads[0]
+
+
+# --- item 14 -------------------------------------------------------------------------
+PDD_PLAN = {
+    "architecture": "pdd",
+    "instances": [
+        {"role": "prefill", "datacenter": "dc_a", "gpu": "h100_sxm", "gpus_per_instance": 1,
+         "count": 1},
+        {"role": "relay_decode", "datacenter": "dc_a", "gpu": "h100_sxm",
+         "gpus_per_instance": 1, "count": 1},
+        {"role": "main_decode", "datacenter": "dc_b", "gpu": "l40s", "gpus_per_instance": 2,
+         "count": 2},
+    ],
+    "lines": [{"tier": "wave_10g", "capacity_gbit_per_s": 10.0, "count": 1}],
+    "policy": {"rld_hit_threshold": 0.8, "handoff": "catch_up", "short_output_cutoff": False},
+}  # fmt: skip
+
+
+def _table_rows(text: str, title: str) -> list[list[str]]:
+    """The body rows of the table titled `title` in rich's box drawing, cells stripped."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == title)
+    rows, body = [], False
+    for line in lines[start + 1 :]:
+        if line.startswith("┡"):
+            body = True
+        elif line.startswith("└"):
+            return rows
+        elif body and line.startswith("│"):
+            rows.append([c.strip() for c in line.strip("│").split("│")])
+    return rows
+
+
+def test_catalog_list_at_80_columns_shows_every_gpu_id_whole(tmp_path):
+    ids = [g["id"] for g in json.loads(run80(tmp_path, "catalog", "list", "--format",
+                                             "json").stdout)["gpus"]]  # fmt: skip
+    assert "rtx_pro_6000_server" in ids and "h100_sxm" in ids  # the long ones are there
+    done = run80(tmp_path, "catalog", "list")
+    assert done.returncode == 0, done.stderr
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    first_cells = [row[0] for row in _table_rows(done.stdout, "GPUs")]
+    assert first_cells == ids
+    headers = done.stdout.split("┡")[0]
+    assert "…" not in headers  # no header cut either: a column left out is named instead
+    assert "not shown at this width" in " ".join(done.stdout.split())
+
+
+def test_evaluate_puts_the_line_in_its_own_table_and_rounds_the_rate(tmp_path):
+    plan = tmp_path / "pdd.yaml"
+    plan.write_text(yaml.safe_dump({"plan": PDD_PLAN}))
+    done = run80(tmp_path, "evaluate", str(scenario_at(tmp_path, 1.23456)), str(plan))
+    assert done.returncode == 0, done.stderr
+    instances = _table_rows(done.stdout, "Instances")
+    assert [r[0] for r in instances] == ["prefill", "relay_decode", "main_decode"]
+    assert not any("wave_10g" in cell for row in instances for cell in row)
+    assert _table_rows(done.stdout, "Lines") == [["wave_10g", "10", "1"]]
+    assert "Gbit/s" in done.stdout.split("Lines")[1].split("┡")[0]
+    assert "offered 1.23 req/s" in done.stdout and "1.23456" not in done.stdout
+    # the largest inter-token gap: a row of per-request percentiles and the worst one
+    gaps = [r for r in _table_rows(done.stdout, "Latency") if r[0] == "largest gap"]
+    assert len(gaps) == 1 and all(cell.endswith(("ms", " s")) for cell in gaps[0][1:])
+    assert "largest inter-token gap: " in done.stdout
+
+
+def test_simulator_trace_csv_writes_counts_as_integers(tmp_path, plan_file):
+    trace = tmp_path / "trace.csv"
+    done = run80(tmp_path, "simulate", str(TINY), str(plan_file), "--requests", "2222",
+                 "--trace-out", str(trace))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    header, *rows = [line.split(",") for line in trace.read_text().splitlines()]
+    counts = [k for k in header if k == "request" or k.endswith(("_tokens", "_instance",
+                                                                  "_bytes"))]  # fmt: skip
+    assert len(counts) == 10
+    for name in counts:
+        cells = [row[header.index(name)] for row in rows if row[header.index(name)]]
+        assert all(cell.isdigit() for cell in cells), name
