@@ -82,6 +82,10 @@ class StageRecord:
         self.tokens = np.zeros(self.n, dtype=np.int64)
 
 
+def _load(inst: DecodeInstance) -> int:
+    return inst.load
+
+
 class DecodeEngine:
     """Runs every decode event; `pools[stage]` is a list of pools (one per colocated
     instance, else one) and `local_pool_of[request]` picks the local one."""
@@ -128,11 +132,13 @@ class DecodeEngine:
     # ---- joining -------------------------------------------------------------------------
     def _least_loaded(self, pool: Pool, rid: int) -> DecodeInstance | None:
         """The least-loaded instance with a free slot and room for the request's KV."""
-        need, best = self.kv_need[rid], None
-        for inst in pool.instances:
-            if pool.fits(inst, need) and (best is None or inst.load < best.load):
-                best = inst
-        return best
+        need = self.kv_need[rid]
+        for inst in sorted(pool.instances, key=_load):  # stable: ties in instance order
+            if inst.load >= pool.cap:
+                return None  # and so is every instance after it
+            if pool.free_bin(inst, need) is not None:
+                return inst
+        return None
 
     def _reserve(self, pool: Pool, inst: DecodeInstance, rid: int, sign: float = 1.0) -> None:
         """Reserve (sign 1) or free (-1) the request's KV blocks in one bin of `inst`."""
