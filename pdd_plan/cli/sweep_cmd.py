@@ -121,21 +121,25 @@ def write_out(folder: Path, sweep, rows: list[dict], info: dict, scenario_mean: 
 
 
 def _print_table(sweep, rows: list[dict]) -> None:
-    """One line a point; the plans themselves are in sweep.csv / --format json."""
+    """One line a point; the plans themselves are in sweep.csv / --format json. A failed
+    point's reason comes next to its status (a narrow terminal leaves out the rightmost
+    figures first, #14 item 14); no error column when every point ran."""
     from pdd_plan.report.sweep_files import gpu_groups
 
     keys = [a.key for a in sweep.axes]
     short = [k.rsplit(".", 1)[-1] for k in keys]
-    cols = [*short, "status", "$/h", "goodput req/s", "BCR", "TTFT P99 s", "GPUs", "error"]
+    errors = any(r["error"] for r in rows)
+    cols = [*short, "status", *(["error"] if errors else []), "$/h", "goodput req/s", "BCR",
+            "TTFT P99 s", "GPUs"]  # fmt: skip
     body = []
     for r in rows:
         m = r["metrics"] or {}
         ttft_p99_s = (m.get("ttft_s") or {}).get("p99")
         gpus = sum(gpu_groups(r["plan"]).values()) if r["plan"] else None
         error = (r["error"] or "")[:60] + ("..." if len(r["error"] or "") > 60 else "")
-        body.append([*(r["values"][k] for k in keys), r["status"], m.get("cost_usd_per_hour"),
-                     m.get("goodput_rps"), m.get("bcr_rps_per_usd_hour"), ttft_p99_s, gpus,
-                     error])  # fmt: skip
+        body.append([*(r["values"][k] for k in keys), r["status"], *([error] if errors else []),
+                     m.get("cost_usd_per_hour"), m.get("goodput_rps"),
+                     m.get("bcr_rps_per_usd_hour"), ttft_p99_s, gpus])  # fmt: skip
     table(f"sweep of {Path(sweep.label).name}", cols, body)
 
 
