@@ -103,18 +103,21 @@ def admission_wait(
         # arrivals and service act as beta / sqrt(z) (Whitt's heavy-traffic scaling), so
         # scale the chance of waiting by that ratio (1 for M/M/c).
         beta = (1.0 - rate * mean / servers) * math.sqrt(servers)
-        prob = min(1.0, wait.prob_wait * _halfin_whitt(beta / math.sqrt(z)) / _halfin_whitt(beta))
-        wait = WaitModel(prob, wait.decay_rate_per_s)
+        log_ratio = _log_halfin_whitt(beta / math.sqrt(z)) - _log_halfin_whitt(beta)
+        prob = wait.prob_wait * math.exp(min(log_ratio, 0.0 if z <= 1 else 700.0))
+        wait = WaitModel(min(1.0, prob), wait.decay_rate_per_s)
     return Admission(servers, rate * mean, wait)
 
 
-def _halfin_whitt(beta: float) -> float:
-    """P(wait) of M/M/c in the Halfin-Whitt regime: 1 / (1 + beta Phi(beta) / phi(beta))."""
+def _log_halfin_whitt(beta: float) -> float:
+    """log P(wait) of M/M/c in the Halfin-Whitt regime, 1 / (1 + beta Phi(beta) / phi(beta)),
+    in logs: far from saturation (beta above ~38) phi underflows to 0 while the ratio of two
+    such chances stays finite."""
     if beta <= 0:
-        return 1.0
-    phi = math.exp(-beta * beta / 2) / math.sqrt(2 * math.pi)
+        return 0.0
     big_phi = 0.5 * (1 + math.erf(beta / math.sqrt(2)))
-    return 1.0 / (1.0 + beta * big_phi / phi) if phi > 0 else 0.0
+    log_r = math.log(beta * big_phi) + beta * beta / 2 + 0.5 * math.log(2 * math.pi)
+    return -float(np.logaddexp(0.0, log_r))
 
 
 def merge_waits(a: WaitModel, b: WaitModel) -> WaitModel:

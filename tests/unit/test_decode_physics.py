@@ -258,3 +258,12 @@ def test_colocated_requests_queue_at_their_own_instance(catalog, paper):
     pooled = admission_wait(100.0, service, side.md_weights, n * side.md_slots, 1.0, "pooled")
     assert side.md_admission.servers == side.md_slots
     assert side.md_admission.wait.mean_s() >= pooled.wait.mean_s()
+
+
+def test_slot_wait_far_below_saturation_is_finite():
+    """20,000 slots at 70 % load: beta = 0.3 sqrt(20,000) = 42, where the Halfin-Whitt
+    density underflows; the chance of waiting is then ~0, never a division by zero."""
+    far = admission_wait(14_000.0, np.array([1.0]), np.array([1.0]), 20_000, 0.5, "t")
+    assert 0.0 <= far.wait.prob_wait < 1e-12
+    near = admission_wait(99_900.0, np.array([1.0]), np.array([1.0]), 100_000, 0.5, "t")
+    assert 0.0 < near.wait.prob_wait < 1.0  # z = 0.25 < 1: less waiting than M/M/c
