@@ -79,7 +79,14 @@ def _merge_equal_rows(weights: np.ndarray, values: np.ndarray):
     tens of rows, not thousands)."""
     keep = weights > 1e-12 * weights.sum()  # e.g. the overflowed share when nothing overflows
     weights, values = weights[keep], values[keep]
-    keys = np.array([[float(f"{v:.9g}") for v in row] for row in values]) if len(values) else values
+    if len(values):  # rounded once per bitwise-distinct row: most rows repeat exactly
+        rows = np.ascontiguousarray(values)
+        as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+        _, first, at = np.unique(as_bytes, return_index=True, return_inverse=True)
+        rounded = np.array([[float(f"{v:.9g}") for v in rows[i]] for i in first])
+        keys = rounded[at.ravel()]
+    else:
+        keys = values
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
     merged = np.bincount(inverse.ravel(), weights=weights, minlength=len(unique))
     return merged, unique
