@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from bisect import bisect_right
 
 import numpy as np
@@ -63,7 +64,9 @@ class DecodeInstance:
         self.pending: list = []  # joins waiting for the next boundary
         self.pending_k = -1
         self.version = 0
-        self.segments: list = []  # (k0, t0, d_first, d, batch)
+        # k0, t0, d_first, d, batch of each segment, flat: 40 bytes a segment, where a
+        # tuple of five Python numbers took ~200
+        self.segments = array("d")
 
     @property
     def load(self) -> int:
@@ -97,12 +100,15 @@ class DecodeInstance:
     def start_segment(self, k: int, t: float, d_first: float, d: float) -> None:
         self.k0, self.t0, self.d_first, self.d = k, t, d_first, d
         self.busy = self.batch > 0
-        self.segments.append((k, t, d_first, d, self.batch))
+        self.segments.extend((k, t, d_first, d, self.batch))
 
     def segment_arrays(self) -> tuple[np.ndarray, ...]:
+        """Columns k0, t0, d_first, d, batch: views on the flat record (no copy; the
+        instance records no more segments once they are taken)."""
         if not self.segments:
             return tuple(np.zeros(0) for _ in range(5))
-        return tuple(np.asarray(c, dtype=float) for c in zip(*self.segments, strict=True))
+        flat = np.frombuffer(self.segments, dtype=np.float64).reshape(-1, 5)
+        return tuple(flat[:, c] for c in range(5))
 
 
 def boundary_times(seg: tuple[np.ndarray, ...], steps: np.ndarray) -> np.ndarray:

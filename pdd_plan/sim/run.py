@@ -10,6 +10,7 @@ single-flow TCP primitives. No queueing, waiting or tail formula.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -223,17 +224,53 @@ def simulate(setup: Setup, config: SimConfig) -> SimRun:
         delay = setup.link.rtt_s + engine_fixed_s(setup)
     engine = DecodeEngine(local_pools, main_pool, req.input_tokens, req.output_tokens,
                           setup.deployment.policy.handoff, need, wan_done, delay)  # fmt: skip
-    for rid in range(len(req)):
-        if path[rid] == rt.DIRECT:
-            engine.push(wan_done[rid], ARRIVE, (MAIN_STAGE, 0, direct_spec(rid, *_io(req))))
-            continue
-        p = int(prefill.instance[rid]) if arch == "colocated" else 0
-        engine.push(rdma_done[rid], ARRIVE, (LOCAL_STAGE, p, local_spec(rid, *_io(req))))
-        if path[rid] == rt.RELAY:
-            engine.push(wan_done[rid], HANDOFF, rid)
-    engine.run()
+    instance = prefill.instance if arch == "colocated" else None
+    _feed_and_run(engine, path, instance, np.where(path == rt.DIRECT, wan_done, rdma_done),
+                  wan_done, req)  # fmt: skip
     return _collect(setup, config, rate, req, routes, prefill, service, rdma_done, payload, wan,
                     engine, local_pools, main_pool)  # fmt: skip
+
+
+# arrival and handoff events put in the engine's heap at a time
+FEED_EVENTS = 65_536
+
+
+def _event_order(path: np.ndarray, arrive_s: np.ndarray, wan_done_s: np.ndarray):
+    """The arrival and handoff events in the order the engine takes them when all are
+    pushed at once (time, then push order: request by request, its ARRIVE then its
+    HANDOFF): event ids (i < n: request i arrives; n + j: the j-th relayed request's
+    handoff) and their times."""
+    n = len(path)
+    relay = np.flatnonzero(path == rt.RELAY)
+    times = np.concatenate([arrive_s, wan_done_s[relay]])
+    push = np.concatenate([2 * np.arange(n, dtype=np.int64), 2 * relay + 1])
+    order = np.lexsort((push, times))
+    return order, times[order], relay
+
+
+def _feed_and_run(engine: DecodeEngine, path, colocated_instance, arrive_s, wan_done_s, req):
+    """The engine run with its arrival and handoff events fed a chunk at a time, each with
+    the sequence number it would have had pushed all at once (request i's ARRIVE 2i, its
+    HANDOFF 2i + 1; the engine's own events after them): the same events in the same
+    order, with a chunk of them in the heap instead of one Python tuple per request."""
+    order, times, relay = _event_order(path, arrive_s, wan_done_s)
+    n = len(path)
+    engine.seq = 2 * n + 1
+    outputs, inputs = _io(req)
+    for start in range(0, len(order), FEED_EVENTS):
+        stop = min(start + FEED_EVENTS, len(order))
+        for e, t in zip(order[start:stop].tolist(), times[start:stop].tolist(), strict=True):
+            if e >= n:
+                rid = int(relay[e - n])
+                heapq.heappush(engine.events, (t, 2 * rid + 1, HANDOFF, rid))
+                continue
+            if path[e] == rt.DIRECT:
+                payload = (MAIN_STAGE, 0, direct_spec(e, outputs, inputs))
+            else:
+                p = 0 if colocated_instance is None else int(colocated_instance[e])
+                payload = (LOCAL_STAGE, p, local_spec(e, outputs, inputs))
+            heapq.heappush(engine.events, (t, 2 * e, ARRIVE, payload))
+        engine.run(until=float(times[stop]) if stop < len(order) else float("inf"))
 
 
 def _io(req: Requests):
@@ -261,7 +298,7 @@ def _stage_times(engine: DecodeEngine, stage: int, pools: list[Pool], n: int):
                 pause = pause_gaps_s(inst.clock, f, last_)
                 gaps[mine] = np.where(pause > 0, gaps[mine] + pause, gaps[mine])
             first[mine], last[mine] = f, last_
-    return first, last, rec.instance.copy(), rec.tokens.copy(), segments, gaps
+    return first, last, rec.instance.astype(np.int64), rec.tokens.astype(np.int64), segments, gaps
 
 
 def _collect(setup, config, rate, req, routes, prefill, service, rdma_done, payload, wan, engine,
