@@ -84,3 +84,8 @@ def jobs_option():
     return bounded(
         None, "--jobs", low=1, high=MAX_JOBS, help="worker processes (default: CPU count)"
     )
+
+
+def parallel_size_option(flag: str, what: str):
+    """`--tp`, `--ep` or `--dp`: an optional parallel size up to the largest instance."""
+    return bounded(None, flag, low=1, high=MAX_GPUS_PER_INSTANCE, help=f"{what} size")

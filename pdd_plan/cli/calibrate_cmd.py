@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from pdd_plan.cli.bounds import MAX_GPUS_PER_INSTANCE, bounded
+from pdd_plan.cli.bounds import parallel_size_option
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
@@ -78,15 +78,9 @@ def steps(
     out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write"),
     model: str | None = typer.Option(None, help="catalog model id (when no index.csv says)"),
     gpu: str | None = typer.Option(None, help="catalog GPU id (when no index.csv says)"),
-    tp: int | None = bounded(
-        None, "--tp", low=1, high=MAX_GPUS_PER_INSTANCE, help="tensor-parallel size"
-    ),
-    ep: int | None = bounded(
-        None, "--ep", low=1, high=MAX_GPUS_PER_INSTANCE, help="expert-parallel size"
-    ),
-    dp: int | None = bounded(
-        None, "--dp", low=1, high=MAX_GPUS_PER_INSTANCE, help="data-parallel size"
-    ),
+    tp: int | None = parallel_size_option("--tp", "tensor-parallel"),
+    ep: int | None = parallel_size_option("--ep", "expert-parallel"),
+    dp: int | None = parallel_size_option("--dp", "data-parallel"),
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (bf16)"),
     name: str | None = typer.Option(None, help="the profile's id (default from the data)"),
     cross_validate: bool = typer.Option(

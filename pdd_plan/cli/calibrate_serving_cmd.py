@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from pdd_plan.cli.bounds import MAX_GPUS_PER_INSTANCE, MAX_TOKENS, bounded
+from pdd_plan.cli.bounds import MAX_TOKENS, bounded, parallel_size_option
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
@@ -85,15 +85,9 @@ def serving(
     out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write"),
     model: str | None = typer.Option(None, help="catalog model id (over the file's)"),
     gpu: str | None = typer.Option(None, help="catalog GPU id (over the file's)"),
-    tp: int | None = bounded(
-        None, "--tp", low=1, high=MAX_GPUS_PER_INSTANCE, help="tensor-parallel size"
-    ),
-    ep: int | None = bounded(
-        None, "--ep", low=1, high=MAX_GPUS_PER_INSTANCE, help="expert-parallel size"
-    ),
-    dp: int | None = bounded(
-        None, "--dp", low=1, high=MAX_GPUS_PER_INSTANCE, help="data-parallel size"
-    ),
+    tp: int | None = parallel_size_option("--tp", "tensor-parallel"),
+    ep: int | None = parallel_size_option("--ep", "expert-parallel"),
+    dp: int | None = parallel_size_option("--dp", "data-parallel"),
     weight_dtype: str | None = typer.Option(None, "--weight-dtype", help="default: native"),
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (bf16)"),
     max_batched_tokens: int = bounded(

@@ -104,3 +104,17 @@ def path_exists(path: Path | str) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+def utf8_text(raw: bytes, name: str, what: str, empty_expected: str = "") -> str:
+    """The text of an input's bytes: binary (NUL bytes), non-UTF-8 or blank is one line."""
+    if b"\x00" in raw:
+        raise InputError.single(name, "", "binary data (NUL bytes)", f"{what} (UTF-8 text)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        found = f"bytes that are not UTF-8 (at byte {exc.start})"
+        raise InputError.single(name, "", found, what) from None
+    if not text.strip():
+        raise InputError.single(name, "", "an empty file", empty_expected or what)
+    return text

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pdd_plan.errors import InputError
-from pdd_plan.loaders.input_files import read_input_bytes, shown_path
+from pdd_plan.loaders.input_files import read_input_bytes, shown_path, utf8_text
 from pdd_plan.loaders.step_measurements import Config, ConfigResolver
 
 WHAT = "a serving-benchmark result (vLLM JSON, SGLang JSONL, genai-perf JSON or CSV)"
@@ -266,16 +266,7 @@ def _read_text(path: Path | str) -> tuple[str, str]:
     """(the file's text, sha256 of its bytes); binary, non-UTF-8 or empty is one line."""
     name = shown_path(path)
     raw = read_input_bytes(path, WHAT, MAX_FILE_BYTES)
-    if b"\x00" in raw:
-        raise InputError.single(name, "", "binary data (NUL bytes)", f"{WHAT}, as UTF-8 text")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        found = f"bytes that are not UTF-8 (at byte {exc.start})"
-        raise InputError.single(name, "", found, WHAT) from None
-    if not text.strip():
-        raise InputError.single(name, "", "an empty file", WHAT)
-    return text, hashlib.sha256(raw).hexdigest()
+    return utf8_text(raw, name, WHAT), hashlib.sha256(raw).hexdigest()
 
 
 def _resolver(catalog, options: dict):

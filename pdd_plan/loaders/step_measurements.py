@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from pdd_plan.errors import InputError
-from pdd_plan.loaders.input_files import read_input_bytes, shown_path
+from pdd_plan.loaders.input_files import read_input_bytes, shown_path, utf8_text
 from pdd_plan.loaders.strict import did_you_mean
 from pdd_plan.model.step_fit import StepSamples
 
@@ -89,15 +89,7 @@ def _text(path: Path) -> tuple[str, str]:
             raise InputError.single(name, "", "a truncated gzip stream", WHAT)
         if len(raw) > MAX_FILE_BYTES:
             raise InputError.single(name, "", "more than 256 MiB uncompressed", WHAT)
-    if b"\x00" in raw:
-        raise InputError.single(name, "", "binary data (NUL bytes)", f"{WHAT} (UTF-8 text)")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        found = f"bytes that are not UTF-8 (at byte {exc.start})"
-        raise InputError.single(name, "", found, WHAT) from None
-    if not text.strip():
-        raise InputError.single(name, "", "an empty file", f"{WHAT} with a header and rows")
+    text = utf8_text(raw, name, WHAT, f"{WHAT} with a header and rows")
     return text, hashlib.sha256(raw).hexdigest()
 
 

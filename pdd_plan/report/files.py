@@ -72,7 +72,7 @@ def _as_bytes(data: str | bytes) -> bytes:
     return data if isinstance(data, bytes) else data.encode("utf-8")
 
 
-def _sync_folder(folder: Path) -> None:
+def sync_folder(folder: Path) -> None:
     """Make a rename durable; some file systems cannot sync a folder, which is harmless."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
@@ -144,9 +144,7 @@ def _replace(target: Path, data: bytes, old: os.stat_result | None) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CLOEXEC)
         try:
-            if old is not None:  # replacing a file keeps its mode (and owner, as root)
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
-                _keep_owner(fd, old)
+            keep_mode_and_owner(fd, old)
             _write_all(fd, data)
             os.fsync(fd)
         finally:
@@ -155,10 +153,14 @@ def _replace(target: Path, data: bytes, old: os.stat_result | None) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _sync_folder(target.parent)
+    sync_folder(target.parent)
 
 
-def _keep_owner(fd: int, old: os.stat_result) -> None:
+def keep_mode_and_owner(fd: int, old: os.stat_result | None) -> None:
+    """A file that replaces `old` keeps its mode (and, as root, its owner)."""
+    if old is None:
+        return
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))
     if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
         with contextlib.suppress(OSError):
             os.fchown(fd, old.st_uid, old.st_gid)
@@ -183,7 +185,7 @@ def write_folder(path: Path | str, contents: Mapping[str, str | bytes]) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        _sync_folder(tmp)
+        sync_folder(tmp)
         _swap_in(tmp, target, old is not None)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -209,7 +211,7 @@ def _swap_in(new: Path, target: Path, exists: bool) -> None:
             os.rename(aside, target)
             raise
         shutil.rmtree(aside, ignore_errors=True)
-    _sync_folder(target.parent)
+    sync_folder(target.parent)
 
 
 def _exchange(a: Path, b: Path) -> bool:

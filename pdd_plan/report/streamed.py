@@ -17,8 +17,10 @@ from typing import TextIO
 
 from pdd_plan.report.files import (
     STDOUT,
+    keep_mode_and_owner,
     new_file,
     resolved,
+    sync_folder,
     temp_sibling,
     write_error,
     writes_through,
@@ -61,11 +63,7 @@ def _replacing(target: Path, old: os.stat_result | None) -> Iterator[TextIO]:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CLOEXEC)
         with open(fd, "w", encoding="utf-8", newline="") as handle:
-            if old is not None:  # replacing a file keeps its mode (and owner, as root)
-                os.fchmod(fd, stat.S_IMODE(old.st_mode))
-                if os.geteuid() == 0 and (old.st_uid, old.st_gid) != (0, 0):
-                    with contextlib.suppress(OSError):
-                        os.fchown(fd, old.st_uid, old.st_gid)
+            keep_mode_and_owner(fd, old)
             yield handle
             handle.flush()
             os.fsync(fd)
@@ -73,18 +71,4 @@ def _replacing(target: Path, old: os.stat_result | None) -> Iterator[TextIO]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _sync_folder(target.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the rename durable; a folder that cannot be synced is harmless."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    sync_folder(target.parent)
