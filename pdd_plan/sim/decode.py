@@ -319,6 +319,11 @@ class DecodeEngine:
         spec = (rid, out - emitted, emitted, 0, self.inputs[rid] + emitted, "one_shot")
         self.push(rld.time_of(stop) + self.handoff_delay_s, ARRIVE, (MAIN_STAGE, 0, spec))
 
+    def drop_request_state(self) -> None:
+        """After the run only `rec` and `overflowed` are read: free the rest before the
+        per-request results are built beside them."""
+        self.inputs = self.outputs = self.kv_need = self.kv_bin = self.wan_done = None
+
     # ---- the loop -----------------------------------------------------------------------------
     def run(self, until: float = float("inf")) -> None:
         """Every event before `until` (all of them by default)."""

@@ -179,35 +179,54 @@ def _paused_clocks(prefill: PrefillRun, count: int) -> list[PausedClock]:
 
 def simulate(setup: Setup, config: SimConfig) -> SimRun:
     """Simulate `config.requests` requests on `setup`'s deployment."""
-    arch = setup.deployment.architecture
     rate = config.rate_per_s or setup.scenario.workload.arrival_rate_per_s
     rng = np.random.default_rng(config.seed)
     req = draw_requests(setup.scenario.workload, rate, config.requests, rng, config.hit_rate)
+    path, prefill, service, rdma_done, payload, wan = _upstream(setup, req, rate)
+    wan_done = wan.done_s if wan is not None else np.full(len(req), np.nan)
+    engine, local_pools, main_pool = _engine(setup, req, prefill, wan_done)
+    instance = prefill.instance if setup.deployment.architecture == "colocated" else None
+    _feed_and_run(engine, path, instance, np.where(path == rt.DIRECT, wan_done, rdma_done),
+                  wan_done, req)  # fmt: skip
+    return _collect(setup, config, rate, req, path, prefill, service, rdma_done, payload, wan,
+                    engine, local_pools, main_pool)  # fmt: skip
+
+
+def _upstream(setup: Setup, req: Requests, rate: float):
+    """Routing, prefill, RDMA and the WAN over all requests: (path, prefill, service
+    times, RDMA done, WAN payload bytes, WAN run or None). The routing's other columns
+    and the intermediates are freed on return (memory per request)."""
+    arch = setup.deployment.architecture
     routes = _routes(setup, req, rate)
     path = routes.path
-    p_inst = setup.prefill.instance
-    service = PrefillTimes(p_inst, float(req.input_tokens.max())).service_s(
+    service = PrefillTimes(setup.prefill.instance, float(req.input_tokens.max())).service_s(
         req.uncached_tokens, req.cached_tokens
     )
     prefill = fcfs_pool(req.arrival_s, service, setup.prefill.group.count)
-    rdma = rdma_transfer_s(routes.rdma_payload_bytes, p_inst.gpus, p_inst.gpu)
+    rdma_done = _rdma_done(setup, routes.rdma_payload_bytes, service, prefill, path)
+    if setup.link is None:
+        return path, prefill, service, rdma_done, np.zeros(len(req)), None
+    payload = routes.wan_payload_bytes
+    if arch != "pdd":
+        payload = np.where(path == rt.LOCAL, 0.0, payload)
+    wan = simulate_wan(setup.link, prefill.end_s, payload * BITS_PER_BYTE)
+    return path, prefill, service, rdma_done, payload, wan
+
+
+def _rdma_done(setup: Setup, rdma_payload_bytes, service, prefill: PrefillRun, path):
+    """When each request's KV is on its local decode pool (NaN: it goes straight to MD)."""
+    p_inst = setup.prefill.instance
+    rdma = rdma_transfer_s(rdma_payload_bytes, p_inst.gpus, p_inst.gpu)
     # KV streams to RLD layer by layer under the prefill: what is left is the part not
     # overlapped, at least the last layer's share
     rdma_visible = np.maximum(rdma - service, rdma / setup.model.num_layers)
-    local = path != rt.DIRECT
-    rdma_visible = rdma_visible if arch != "colocated" else 0.0
-    rdma_done = np.where(local, prefill.end_s + rdma_visible, np.nan)
+    rdma_visible = rdma_visible if setup.deployment.architecture != "colocated" else 0.0
+    return np.where(path != rt.DIRECT, prefill.end_s + rdma_visible, np.nan)
 
-    wan = None
-    wan_done = np.full(len(req), np.nan)
-    payload = np.where(path == rt.LOCAL, 0.0, routes.wan_payload_bytes)
-    if setup.link is not None:
-        payload = routes.wan_payload_bytes if arch == "pdd" else payload
-        wan = simulate_wan(setup.link, prefill.end_s, payload * BITS_PER_BYTE)
-        wan_done = wan.done_s
-    else:
-        payload = np.zeros(len(req))
 
+def _engine(setup: Setup, req: Requests, prefill: PrefillRun, wan_done: np.ndarray):
+    """The decode engine and its pools (the KV need per request is copied into it)."""
+    arch = setup.deployment.architecture
     need = _kv_need(setup, req)
     if arch == "colocated":
         clocks = _paused_clocks(prefill, setup.prefill.group.count)
@@ -224,11 +243,7 @@ def simulate(setup: Setup, config: SimConfig) -> SimRun:
         delay = setup.link.rtt_s + engine_fixed_s(setup)
     engine = DecodeEngine(local_pools, main_pool, req.input_tokens, req.output_tokens,
                           setup.deployment.policy.handoff, need, wan_done, delay)  # fmt: skip
-    instance = prefill.instance if arch == "colocated" else None
-    _feed_and_run(engine, path, instance, np.where(path == rt.DIRECT, wan_done, rdma_done),
-                  wan_done, req)  # fmt: skip
-    return _collect(setup, config, rate, req, routes, prefill, service, rdma_done, payload, wan,
-                    engine, local_pools, main_pool)  # fmt: skip
+    return engine, local_pools, main_pool
 
 
 # arrival and handoff events put in the engine's heap at a time
@@ -271,6 +286,7 @@ def _feed_and_run(engine: DecodeEngine, path, colocated_instance, arrive_s, wan_
                 payload = (LOCAL_STAGE, p, local_spec(e, outputs, inputs))
             heapq.heappush(engine.events, (t, 2 * e, ARRIVE, payload))
         engine.run(until=float(times[stop]) if stop < len(order) else float("inf"))
+    engine.drop_request_state()
 
 
 def _io(req: Requests):
@@ -301,16 +317,19 @@ def _stage_times(engine: DecodeEngine, stage: int, pools: list[Pool], n: int):
     return first, last, rec.instance.astype(np.int64), rec.tokens.astype(np.int64), segments, gaps
 
 
-def _collect(setup, config, rate, req, routes, prefill, service, rdma_done, payload, wan, engine,
+def _collect(setup, config, rate, req, path, prefill, service, rdma_done, payload, wan, engine,
              local_pools, main_pool) -> SimRun:  # fmt: skip
     n = len(req)
     lf, ll, li, lt, lseg, lgap = _stage_times(engine, LOCAL_STAGE, local_pools, n)
+    engine.rec[LOCAL_STAGE] = None  # read: freed before the next stage's columns are built
     mf, ml, mi, mt, mseg, mgap = _stage_times(
         engine, MAIN_STAGE, [main_pool] if main_pool else [], n
     )
+    engine.rec[MAIN_STAGE] = None
     handoff_gap = np.where((lt > 0) & (mt > 0), mf - ll, 0.0)
-    largest_gap = np.maximum(np.maximum(lgap, mgap), handoff_gap)
-    trace = Trace(req, routes.path, prefill, service, rdma_done, payload, wan,
+    np.maximum(handoff_gap, np.maximum(lgap, mgap, out=lgap), out=handoff_gap)
+    largest_gap = handoff_gap  # (in place: no temporaries per request)
+    trace = Trace(req, path, prefill, service, rdma_done, payload, wan,
                   li, lf, ll, lt, mi, mf, ml, mt, engine.overflowed.copy(),
                   largest_gap)  # fmt: skip
     arch = setup.deployment.architecture

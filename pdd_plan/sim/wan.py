@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from array import array
 from collections import deque
 from dataclasses import dataclass
 
@@ -60,9 +61,14 @@ def simulate_wan(link: WanLink, ready_s: np.ndarray, payload_bits: np.ndarray) -
     connect, sent, done = ready_s.astype(float), ready_s.astype(float), ready_s.astype(float)
     first_bits, first_s, body_bits = flow_phases(link, payload_bits)
     first_rate = np.divide(first_bits, first_s, out=np.zeros(n), where=first_s > 0)
-    order = [int(i) for i in np.argsort(ready_s, kind="stable") if payload_bits[i] > 0]
-    ready, f_s, f_rate = ready_s.tolist(), first_s.tolist(), first_rate.tolist()
-    body, rtt = body_bits.tolist(), link.rtt_s
+    order = np.argsort(ready_s, kind="stable")
+    order = array("q", order[payload_bits[order] > 0].astype(np.int64).tobytes())
+    # flat arrays, not lists: indexing gives the same Python floats at 8 bytes an entry
+    ready, f_s, f_rate, body = (
+        array("d", np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        for a in (ready_s, first_s, first_rate, body_bits)
+    )
+    rtt = link.rtt_s
     goodput, cap = link.goodput_bits_per_s, link.flow_cap_bits_per_s
     floor = 1e-6 * goodput  # body flows never stop entirely, even under many ramps
 
