@@ -328,7 +328,7 @@ class DecodeEngine:
     def run(self, until: float = float("inf")) -> None:
         """Every event before `until` (all of them by default)."""
         events = self.events
-        while events and events[0][0] < until:
+        while events and not events[0][0] >= until:  # (a NaN time is run, not left)
             t, _, kind, payload = heapq.heappop(events)
             if kind == BOUNDARY:
                 stage, p, inst, version, k = payload
