@@ -7,11 +7,18 @@ Runs `pdd-plan simulate pdd-paper scenarios/plans/pdd-paper-pdd.yaml --requests 
 deleted after) and prints the child's peak resident memory (the kernel's high-water mark
 from wait4), its wall time, and the bytes per simulated request.
 
-Measured (2 shared cores, load 6-9, so the wall times are long): 2,000,000 requests
-2.07 GB peak (1,034 B/request) without --trace-out, 2.17 GB with it (a 411 MB CSV). At
-500,000 requests with --trace-out: 853 MB peak when the CSV was built as one string, 565
-MB streamed. The peak is the decode engine's event heap and step segments (Python
-objects per request), not the statistics or the trace.
+Measured (2 shared cores, loaded, so the wall times are long): 2,000,000 requests 0.84
+GB peak (421 B/request; 229 s), 500,000 requests 0.31 GB (617 B/request): about 356 B per
+request on top of ~130 MB fixed (the interpreter, numpy, one chunk of 65,536 events), so
+the allowed 10,000,000 requests peak near 3.7 GB. With --trace-out: 2,000,000 requests
+0.94 GB (a 411 MB CSV), 500,000 0.42 GB; the CSV's chunks add ~100 MB whatever the size.
+What grows with the run is numpy columns (the trace's per-request times, the
+decode engine's records) and the step segments (40 bytes each, about two a request).
+
+Before (same machine): 2,000,000 requests 2.07 GB peak (1,034 B/request), 2.17 GB with
+--trace-out (a 411 MB CSV); the decode engine's heap held every arrival event up front
+(~390 B each) and its step segments, dicts and lists were Python objects per request.
+At 500,000 with --trace-out: 853 MB when the CSV was built as one string, 565 MB streamed.
 """
 
 from __future__ import annotations
