@@ -22,6 +22,31 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
+# a two-datacenter case that solves in about a second (a 32B dense model on H100 / L40S)
+TINY = {
+    "name": "tiny",
+    "model": "qwen3_32b",
+    "datacenters": [
+        {"id": "dc_a", "roles": ["prefill", "relay_decode", "decode", "colocated"],
+         "gpus": [{"gpu": "h100_sxm", "max_gpus": 64, "gpus_per_instance": [1, 2]}]},
+        {"id": "dc_b", "roles": ["main_decode"],
+         "gpus": [{"gpu": "l40s", "max_gpus": 64, "gpus_per_instance": [2]}]},
+    ],
+    "wan": {"rtt_ms": 10, "tiers": ["wave_10g"], "max_lines": 4},
+    "workload": {
+        "arrival_rate_per_s": 2,
+        "input_tokens": {"kind": "lognormal", "median": 4000, "sigma": 0.5, "low": 256,
+                         "high": 16384},
+        "output_tokens": {"kind": "lognormal", "median": 200, "sigma": 0.5, "low": 8,
+                          "high": 1024},
+        "prefix_hit_rate": {"kind": "bins", "bins": [
+            {"low": 0.0, "high": 0.3, "share": 0.05}, {"low": 0.3, "high": 0.7, "share": 0.05},
+            {"low": 0.7, "high": 0.9, "share": 0.1}, {"low": 0.9, "high": 0.99, "share": 0.8}]},
+    },
+    "sla": {"ttft_p90_s": 5, "tpot_p90_ms": 100},
+    "objective": {"kind": "min_cost"},
+}  # fmt: skip
+
 
 def cli_command() -> list[str]:
     exe = Path(sys.executable).with_name("pdd-plan")

@@ -8,6 +8,8 @@ import json
 
 import yaml
 
+from tests.unit.test_infeasibility import cross_dc
+
 LLAMA_KV_BYTES_PER_TOKEN = 327_680  # 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 B (bf16)
 JUMBO_FRAME = (9000 - 52) / (9000 + 38)  # payload per wire byte: MTU 9000, IP+TCP, Ethernet
 RATE_RPS = 0.83
@@ -19,26 +21,15 @@ def scenario() -> dict:
     """CDC-PD, every request ships its whole prompt's KV over 10 Gbit/s lines: 0.83 req/s
     x 4000 x 327,680 B x 8 = 8.70 Gbit/s, 88 % of one line's 9.90 Gbit/s of payload. The
     SLA is loose: one line meets it, and is the cheapest plan, but runs above the cap."""
-    return {
-        "name": "cap",
-        "model": "llama_3_1_70b",
-        "datacenters": [
-            {"id": "dc_a", "roles": ["prefill"], "gpus": [{"gpu": "h100_sxm", "max_gpus": 64}]},
-            {"id": "dc_b", "roles": ["main_decode"], "gpus": [{"gpu": "h200_sxm", "max_gpus": 64}]},
-        ],
-        "wan": {"rtt_ms": 10, "tiers": ["wave_10g"], "per_connection_gbit_per_s": 1.0,
-                "connection_pool_size": 64, "max_lines": 4},
-        "workload": {
-            "arrival_rate_per_s": RATE_RPS,
-            "input_tokens": {"kind": "fixed", "value": TOKENS},
-            "output_tokens": {"kind": "fixed", "value": 100},
-            "prefix_hit_rate": {"kind": "fixed", "value": 0.0},
-        },
-        "sla": {"ttft_p90_s": 60, "tpot_p90_ms": 100},
-        "objective": {"kind": "min_cost"},
-        "policy": {"utilization_cap_frac": CAP},
-        "architectures": ["cdc_pd"],
-    }  # fmt: skip
+    data = cross_dc(
+        workload__arrival_rate_per_s=RATE_RPS,
+        sla__ttft_p90_s=60,
+        policy={"utilization_cap_frac": CAP},
+        objective={"kind": "min_cost"},
+    )
+    data["name"] = "cap"
+    assert data["workload"]["input_tokens"] == {"kind": "fixed", "value": TOKENS}
+    return data
 
 
 def test_one_line_would_run_above_the_cap():
