@@ -113,7 +113,9 @@ class DecodeEngine:
         self.wan_done = wan_done_s
         self.handoff_delay_s = handoff_delay_s
         self.overflowed = np.zeros(n, dtype=bool)
-        self.kv_bin = _flat("i", np.zeros(n), np.int32)  # the KV bin of each admitted request
+        # the KV bin each request holds, per stage: under catch-up a request holds KV on RLD
+        # and MD at once (from MD's admission to RLD's stop), each freed by its own stage
+        self.kv_bin = {s: _flat("i", np.zeros(n), np.int32) for s in (LOCAL_STAGE, MAIN_STAGE)}
         self.rec = {LOCAL_STAGE: StageRecord(n), MAIN_STAGE: StageRecord(n)}
         self.leave_of = {LOCAL_STAGE: {}, MAIN_STAGE: {}}  # live leave step per request
         # local-stage state of the live requests: ("queued"|"pending"|"run", ...); a request
@@ -152,18 +154,21 @@ class DecodeEngine:
                 return inst
         return None
 
-    def _reserve(self, pool: Pool, inst: DecodeInstance, rid: int, sign: float = 1.0) -> None:
-        """Reserve (sign 1) or free (-1) the request's KV blocks in one bin of `inst`."""
+    def _reserve(self, stage: int, pool: Pool, inst: DecodeInstance, rid: int,
+                 sign: float = 1.0) -> None:  # fmt: skip
+        """Reserve (sign 1) or free (-1) the request's KV blocks in one bin of `inst`, on
+        `stage` (the bin it holds there)."""
+        bins = self.kv_bin[stage]
         if sign > 0:
             b = pool.free_bin(inst, self.kv_need[rid])
-            self.kv_bin[rid] = 0 if b is None else b
-        pool.kv_used[inst.slot][self.kv_bin[rid]] += sign * self.kv_need[rid]
+            bins[rid] = 0 if b is None else b
+        pool.kv_used[inst.slot][bins[rid]] += sign * self.kv_need[rid]
 
     def _join(self, stage: int, p: int, inst: DecodeInstance, t: float, spec: tuple) -> None:
         """Join at the next boundary (now, if the instance is idle)."""
         rid = spec[0]
         self.rec[stage].instance[rid] = inst.index
-        self._reserve(self.pools[stage][p], inst, rid)
+        self._reserve(stage, self.pools[stage][p], inst, rid)
         if stage == LOCAL_STAGE:
             self.where[rid] = ("pending", p, inst)
         if not inst.busy:
@@ -203,7 +208,7 @@ class DecodeEngine:
             if leave_of.get(rid) == k_leave:
                 del leave_of[rid]
                 inst.batch -= 1
-                self._reserve(pool, inst, rid, -1.0)
+                self._reserve(stage, pool, inst, rid, -1.0)
                 inst.ctx_base -= self._ctx_offset[stage].pop(rid)
                 if stage == LOCAL_STAGE:
                     self.where.pop(rid, None)
@@ -219,7 +224,7 @@ class DecodeEngine:
                     continue
             joining.append(spec)
             rec.instance[spec[0]] = inst.index
-            self._reserve(pool, inst, spec[0])
+            self._reserve(stage, pool, inst, spec[0])
         extend_tokens = 0
         for rid, tokens, handed, skip, context, _ in joining:
             rec.join[rid], rec.first[rid] = k, k + 1 + skip
@@ -299,7 +304,7 @@ class DecodeEngine:
             else:
                 inst = state[2]
                 inst.pending = [s for s in inst.pending if s[0] != rid]
-                self._reserve(pool, inst, rid, -1.0)
+                self._reserve(LOCAL_STAGE, pool, inst, rid, -1.0)
                 pool.sync(inst)
                 self._reschedule(LOCAL_STAGE, state[1], inst)
             self.rec[LOCAL_STAGE].instance[rid] = -1

@@ -14,6 +14,17 @@ from pdd_plan.model import routing as rt
 from pdd_plan.model.handoff import DEFAULT_ENGINE_FIXED_S
 from pdd_plan.model.workload import Bins
 from pdd_plan.sim.agreement import SUITE, TRIAL_HOLDS, longest_hold_s, trial_requests
+from pdd_plan.sim.decode import (
+    ARRIVE,
+    HANDOFF,
+    LOCAL_STAGE,
+    MAIN_STAGE,
+    DecodeEngine,
+    Pool,
+    direct_spec,
+    local_spec,
+)
+from pdd_plan.sim.decode_instance import DecodeInstance
 from pdd_plan.sim.entry import load_setup
 from pdd_plan.sim.gaps import RangeMax, instance_gaps_s
 from pdd_plan.sim.run import SimConfig, simulate
@@ -113,3 +124,40 @@ def test_the_suite_covers_decode_saturation_overflow_and_variable_contexts():
     assert any("idc_pd" in n and c.load_frac >= 0.99 for n, c in zip(names, SUITE, strict=True))
     assert any("overflow" in n for n in names) and any("colocated" in n for n in names)
     assert any(c.scenario == "default" and c.load_frac >= 0.9 for c in SUITE)
+
+
+class _UnitSteps:
+    """Every decode and extend step lasts 1 s (a hand-made engine, no roofline)."""
+
+    cap = 8
+
+    def step_s(self, batch, mean_context):
+        return 1.0
+
+    def extend_s(self, batch, handed_tokens, context):
+        return 1.0
+
+
+def test_catch_up_holds_kv_on_both_stages_and_each_frees_its_own():
+    """Two KV bins per instance on RLD and MD (expert parallelism), 10 bytes a request.
+    B (20 tokens) goes straight to MD at t=0 and takes MD's bin 0; A (10 tokens) joins RLD
+    at t=0 (RLD's bin 0). A's handoff at 2.5 s + 0.5 s delay reaches MD at 3.0 s; MD's
+    emptiest bin is then bin 1. MD joins A at boundary 3 (t=3) with the 3 tokens RLD emitted
+    by then, extend-decodes them in step 4 (ends t=4); RLD stops at its first boundary after
+    that, 4 (4 tokens), so MD decodes the other 6. Between t=3 and t=4 A holds KV on both;
+    RLD's stop frees RLD's bin 0 and MD's finish frees MD's bin 1."""
+    local = Pool(_UnitSteps(), [DecodeInstance(0)], 8, 100.0, True, kv_bins=2)
+    main = Pool(_UnitSteps(), [DecodeInstance(0)], 8, 100.0, False, kv_bins=2)
+    inputs, outputs = np.array([100.0, 100.0]), np.array([10, 20])
+    eng = DecodeEngine([local], main, inputs, outputs, "catch_up", np.array([10.0, 10.0]),
+                       np.array([2.5, np.nan]), handoff_delay_s=0.5)  # fmt: skip
+    eng.push(0.0, ARRIVE, (MAIN_STAGE, 0, direct_spec(1, outputs, inputs)))
+    eng.push(0.0, ARRIVE, (LOCAL_STAGE, 0, local_spec(0, outputs, inputs)))
+    eng.push(2.5, HANDOFF, 0)
+    eng.run(until=3.5)  # the overlap: A on RLD and on MD
+    assert local.kv_used[0] == [10.0, 0.0] and main.kv_used[0] == [10.0, 10.0]
+    eng.run(until=4.5)  # RLD stopped at t=4 and freed its own bin
+    assert local.kv_used[0] == [0.0, 0.0] and main.kv_used[0] == [10.0, 10.0]
+    eng.run()
+    assert local.kv_used[0] == [0.0, 0.0] and main.kv_used[0] == [0.0, 0.0]
+    assert eng.rec[LOCAL_STAGE].tokens[0] == 4 and eng.rec[MAIN_STAGE].tokens[0] == 6
