@@ -17,6 +17,7 @@ from pdd_plan.loaders.catalog_overlay import overlay_dir
 from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.model_file import model_from_dict
 from pdd_plan.loaders.strict import ID_PATTERN, Node, Problems, did_you_mean, load_yaml
+from pdd_plan.model.cache_tier import MEDIA, NO_TIER, CacheTier
 from pdd_plan.model.hardware import BASES, Gpu, LineTier, Sourced
 from pdd_plan.model.llm import ModelSpec
 from pdd_plan.model.scenario import Scenario
@@ -213,6 +214,36 @@ def load_lines(path: Path, sources: set[str]) -> dict[str, LineTier]:
     return tiers
 
 
+def load_cache_tiers(path: Path, sources: set[str]) -> dict[str, CacheTier]:
+    """The decode-side cache tiers (cache_tiers.yaml): id -> CacheTier."""
+    problems = Problems(str(path))
+    root = Node(load_yaml(path, "the cache-tier catalog"), "", problems)
+    f = root.mapping(required=("tiers",), optional=("notes",))
+    tiers: dict[str, CacheTier] = {}
+    for item in (f["tiers"].items(min_items=1) if f else None) or []:
+        t = item.mapping(
+            required=("id", "name", "medium", "price_usd_per_tb_month", "purchase_usd_per_tb"),
+            optional=("note",),
+        )
+        if t is None:
+            continue
+        tier_id = t["id"].identifier(required=True)
+        if tier_id in tiers or tier_id == NO_TIER:
+            t["id"].fail(f"an id not used by another tier, and not {NO_TIER!r}")
+        price = sourced(t["price_usd_per_tb_month"], sources, True)
+        purchase = sourced(t["purchase_usd_per_tb"], sources, False)
+        medium = t["medium"].choice(MEDIA, required=True)
+        name = t["name"].string(required=True)
+        if None in (tier_id, price, purchase, medium, name) or price.value is None:
+            continue
+        tiers[tier_id] = CacheTier(
+            tier_id, name, medium, price.value, purchase.value,
+            {"price_usd_per_tb_month": price, "purchase_usd_per_tb": purchase},
+        )  # fmt: skip
+    problems.raise_if_any()
+    return tiers
+
+
 class Catalog:
     """GPUs, line tiers and models of one catalog directory, loaded on first use, with the
     run's `--catalog-dir` overlay (catalog_overlay.py) over it when `root` is not given:
@@ -249,6 +280,16 @@ class Catalog:
         tiers = load_lines(self.root / "lines.yaml", self.sources)
         if self.overlay and path_exists(self.overlay / "lines.yaml"):
             tiers.update(load_lines(self.overlay / "lines.yaml", self.sources))
+        return tiers
+
+    @cached_property
+    def cache_tiers(self) -> dict[str, CacheTier]:
+        """Decode-side cache tiers; none where the catalog has no cache_tiers.yaml (an
+        older or hand-made catalog: the scenario then cannot offer a tier)."""
+        tiers: dict[str, CacheTier] = {}
+        for folder in self._folders():
+            if path_exists(folder / "cache_tiers.yaml"):
+                tiers.update(load_cache_tiers(folder / "cache_tiers.yaml", self.sources))
         return tiers
 
     def model_ids(self) -> list[str]:
