@@ -6,11 +6,14 @@ plan mapping (the `plan` keys at the top level) is read as well."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.scenario_cache import MAX_TB_PER_INSTANCE
 from pdd_plan.loaders.strict import Node, Problems, load_yaml
 from pdd_plan.loaders.suggest import did_you_mean
+from pdd_plan.model.cache_tier import NO_TIER, CacheBuy
 from pdd_plan.model.deployment import (
     ARCHITECTURE_ROLES,
     Deployment,
@@ -72,6 +75,26 @@ def _lines(node: Node, catalog: Catalog) -> list[LineLease]:
     return leases
 
 
+def _decode_cache(node: Node, catalog: Catalog) -> CacheBuy | None:
+    """The cache tier a plan buys (`decode_cache:`, as plan.json writes it); its price is
+    the catalog's unless the file states one (a plan priced under another catalog)."""
+    if node.is_missing or node.value is None:
+        return None
+    f = node.mapping(required=("tier", "tb_per_instance"), optional=("price_usd_per_tb_month",))
+    if f is None:
+        return None
+    tb = f["tb_per_instance"].number(required=True, minimum=0, maximum=MAX_TB_PER_INSTANCE)
+    if tb == 0:  # no tier bought: the tier's name is "none" (or any, and ignored)
+        f["tier"].string(required=True)
+        return CacheBuy(NO_TIER, 0.0)
+    tier = f["tier"].reference(catalog.cache_tiers, "cache tier")
+    price = f["price_usd_per_tb_month"].number(minimum=0, maximum=1e9)
+    if tier is None or tb is None:
+        return None
+    return CacheBuy(tier, tb, catalog.cache_tiers[tier].price_usd_per_tb_month if price is None
+                    else price)  # fmt: skip
+
+
 def _policy(node: Node) -> RoutingPolicy:
     if node.is_missing or node.value is None:
         return RoutingPolicy()
@@ -89,7 +112,7 @@ def _policy(node: Node) -> RoutingPolicy:
 # what a solve or evaluate result (`--format json`, `--out DIR`'s plan.json) holds beside
 # its `plan`: written by the tool, so known and not read back
 RESULT_KEYS = ("scenario", "status", "metrics", "solver", "role_arithmetic", "architecture_choice")
-_PLAN_KEYS = {"architecture", "instances", "lines", "policy"}
+_PLAN_KEYS = {"architecture", "instances", "lines", "policy", "decode_cache"}
 
 
 def _plan_node(root: Node) -> Node:
@@ -110,12 +133,18 @@ def load_plan(path: Path | str, scenario: Scenario, catalog: Catalog | None = No
     root = Node(load_yaml(path, "a pdd-plan plan file"), "", problems)
     plan = _plan_node(root)
     problems.raise_if_any()
-    f = plan.mapping(required=("architecture", "instances"), optional=("lines", "policy"))
+    f = plan.mapping(
+        required=("architecture", "instances"), optional=("lines", "policy", "decode_cache")
+    )
     problems.raise_if_any()
     architecture = f["architecture"].choice(tuple(ARCHITECTURE_ROLES), required=True)
     instances = _instances(f["instances"], scenario, architecture)
     lines = _lines(f["lines"], catalog)
     policy = _policy(f["policy"])
+    cache = _decode_cache(f["decode_cache"], catalog)
+    if cache is not None and architecture not in ("pdd", "cdc_pd"):
+        f["decode_cache"].fail("no decode_cache (only pdd and cdc_pd have a main decode)")
+    policy = dataclasses.replace(policy, decode_cache=cache)
     problems.raise_if_any()
     present = {g.role for g in instances if g.count > 0}
     missing = [r for r in ARCHITECTURE_ROLES[architecture] if r not in present]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pdd_plan.model.cache_tier import CacheBuy
+
 # roles each architecture runs, in the order requests meet them
 ARCHITECTURE_ROLES = {
     "pdd": ("prefill", "relay_decode", "main_decode"),
@@ -42,6 +44,10 @@ class RoutingPolicy:
     rld_hit_threshold: float = 0.9  # hit rate below which a request takes P -> RLD -> MD
     handoff: str = "catch_up"  # catch_up | one_shot
     short_output_cutoff: bool = False
+    # the decode-side cache tier bought per main-decode instance (model/cache_tier.py);
+    # None: not a decision (the scenario's fixed capacity, unlimited by default). Kept in
+    # the policy so every search key and memo that holds the policy tells plans apart.
+    decode_cache: CacheBuy | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,10 @@ class Deployment:
     instances: tuple[InstanceGroup, ...]
     lines: tuple[LineLease, ...] = ()
     policy: RoutingPolicy = RoutingPolicy()
+
+    @property
+    def decode_cache(self) -> CacheBuy | None:
+        return self.policy.decode_cache
 
     def role(self, role: str) -> tuple[InstanceGroup, ...]:
         return tuple(g for g in self.instances if g.role == role and g.count > 0)

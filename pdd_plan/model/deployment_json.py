@@ -8,7 +8,7 @@ from pdd_plan.units import GBIT_BITS
 
 def plan_json(deployment: Deployment) -> dict:
     p = deployment.policy
-    return {
+    out = {
         "architecture": deployment.architecture,
         "instances": [
             {"role": g.role, "datacenter": g.datacenter, "gpu": g.gpu,
@@ -23,3 +23,8 @@ def plan_json(deployment: Deployment) -> dict:
         "policy": {"rld_hit_threshold": p.rld_hit_threshold, "handoff": p.handoff,
                    "short_output_cutoff": p.short_output_cutoff},
     }  # fmt: skip
+    if p.decode_cache is not None:  # only when bought: plans without one read as before
+        c = p.decode_cache
+        out["decode_cache"] = {"tier": c.tier, "tb_per_instance": c.tb_per_instance,
+                               "price_usd_per_tb_month": c.price_usd_per_tb_month}  # fmt: skip
+    return out

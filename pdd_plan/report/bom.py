@@ -100,7 +100,10 @@ def total_rows(b: Bill) -> list[dict]:
     if not unpriced:
         bought = sum(r["cost_usd_per_hour"] for r in b.rows if r["kind"] == "purchase")
         bought += sum(r["cost_usd_per_hour"] for r in b.rows if r["kind"] == "line_lease")
+        bought += sum(r["cost_usd_per_hour"] for r in b.rows if r["kind"] == "cache_purchase")
         note = "amortised purchase + power of the GPUs in use + the leased lines"
+        if any(r["kind"] == "cache_purchase" for r in b.rows):
+            note += " + the amortised decode-side cache tier"
         out.append({"kind": "total", "item": "total_hourly_if_bought",
                     "cost_usd_per_hour": bought, "cost_usd_per_month": bought * HOURS_PER_MONTH,
                     "cost_usd_per_year": bought * HOURS_PER_YEAR, "note": note})  # fmt: skip

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pdd_plan.model.cache_tier import CacheBuy
 from pdd_plan.model.deployment import Deployment, InstanceGroup, LineLease, RoutingPolicy
 from pdd_plan.model.hardware import Sourced
 from pdd_plan.model.scenario import Scenario
@@ -59,8 +60,14 @@ def deployment_of(plan: dict, lines) -> Deployment:
                             g["count"]) for g in plan["instances"]),
         tuple(LineLease(x["tier"], lines[x["tier"]].capacity_bits_per_s, x["count"])
               for x in plan["lines"]),
-        RoutingPolicy(),
+        RoutingPolicy(decode_cache=_cache_buy(plan.get("decode_cache"))),
     )  # fmt: skip
+
+
+def _cache_buy(entry: dict | None) -> CacheBuy | None:
+    if not entry:
+        return None
+    return CacheBuy(entry["tier"], entry["tb_per_instance"], entry["price_usd_per_tb_month"])
 
 
 def provenance(figure: Sourced | None, sources: dict) -> dict:
@@ -150,6 +157,9 @@ def hourly_rows(plan: dict, s: Scenario, catalog, deployment: Deployment) -> lis
         if c.kind == "line_lease":
             rows.append(_money(_line_row(row, plan, s, catalog), c.usd_per_hour))
             continue
+        if c.kind == "decode_cache":
+            rows.append(_money(_cache_row(row, s, catalog, deployment), c.usd_per_hour))
+            continue
         row.update(location=_location(s, [c.datacenter]), product=catalog.gpus[c.item].name,
                    unit="GPU", unit_price_per="GPU-hour")  # fmt: skip
         if c.kind != "spare_gpus":
@@ -162,6 +172,57 @@ def hourly_rows(plan: dict, s: Scenario, catalog, deployment: Deployment) -> lis
         if c.kind == "spare_gpus":
             row["note"] = "idle GPUs of the last node, charged (costs.charge_whole_nodes)"
         rows.append(_money(row, c.usd_per_hour))
+    return rows
+
+
+def _cache_product(catalog, tier_id: str) -> dict:
+    tier = catalog.cache_tiers.get(tier_id)
+    return {"product": tier.name if tier else tier_id, "unit": "TB (1e12 bytes)"}
+
+
+def _cache_row(row: dict, s: Scenario, catalog, deployment: Deployment) -> dict:
+    """The decode-side cache tier rented beside each main-decode instance."""
+    buy = deployment.decode_cache
+    where = (row["role"], row["datacenter"])
+    g = next(g for g in deployment.instances if (g.role, g.datacenter) == where)
+    row.update(location=_location(s, [row["datacenter"]]), unit_price_per="TB-month",
+               unit_price_usd=buy.price_usd_per_tb_month, gpus_per_instance=g.gpus_per_instance,
+               instances=g.count, **_cache_product(catalog, buy.tier))  # fmt: skip
+    tier = catalog.cache_tiers.get(buy.tier)
+    if tier is not None and tier.price_usd_per_tb_month == buy.price_usd_per_tb_month:
+        row.update(provenance(tier.provenance.get("price_usd_per_tb_month"), catalog.sources))
+    else:
+        row.update(price_source="plan", basis="plan", flag="plan price",
+                   note="the price per TB-month the plan file states")  # fmt: skip
+    row["note"] = (
+        f"{buy.tb_per_instance:g} TB per main-decode instance x {g.count} instances "
+        f"(the decode-side KV cache tier the plan bought); " + row.get("note", "")
+    )
+    return row
+
+
+def cache_purchase_rows(s: Scenario, catalog, deployment: Deployment) -> list[dict]:
+    """Buying the cache tier instead of renting it: its purchase price per TB, amortised
+    over `costs.amortization_years` (no power: a host tier's draw is small beside GPUs)."""
+    years = s.costs.amortization_years
+    rows = []
+    for c in (c for c in cost_items(s, deployment, catalog.gpus, catalog.lines)
+              if c.kind == "decode_cache"):  # fmt: skip
+        tier = catalog.cache_tiers.get(c.item)
+        row = {"datacenter": c.datacenter, "location": _location(s, [c.datacenter]),
+               "role": "buy", "item": c.item, "kind": "cache_purchase", "units": c.units,
+               **_cache_product(catalog, c.item), "unit_price_per": "TB, once",
+               "counts_in": "total_purchase"}  # fmt: skip
+        price = tier.purchase_usd_per_tb if tier is not None else None
+        if price is None:
+            row.update(flag=NO_PURCHASE_PRICE, counts_in="")
+            rows.append(row)
+            continue
+        row.update(provenance(tier.provenance.get("purchase_usd_per_tb"), catalog.sources))
+        row.update(unit_price_usd=price, purchase_usd=c.units * price)
+        row["note"] = (f"{row['note']}; per hour: {c.units:g} TB x ${price:,.0f} over {years:g} "
+                       f"years").lstrip("; ")  # fmt: skip
+        rows.append(_money(row, c.units * price / (years * HOURS_PER_YEAR)))
     return rows
 
 
@@ -240,6 +301,7 @@ def bill(plan: dict, s: Scenario, catalog) -> Bill:
     rows += node_rows(s, catalog, deployment)
     rows += install_rows(plan, s, catalog)
     rows += purchase_rows(s, catalog, deployment)
+    rows += cache_purchase_rows(s, catalog, deployment)
     rows = [r for r in rows if r["units"]]  # a group or line of count 0 is nothing to order
     hourly = sum(r["cost_usd_per_hour"] for r in rows if r["counts_in"] == "total_hourly")
     once = sum(r["one_time_usd"] for r in rows if r["counts_in"] == "total_one_time")

@@ -39,6 +39,8 @@ def _units(row: dict) -> str:
     n = row["units"]
     if row["kind"] == "line_lease":
         return f"{n:,} line" + ("s" if n != 1 else "")
+    if row["kind"] == "decode_cache":
+        return f"{n:,.4g} TB"
     return f"{n:,} GPUs"
 
 
@@ -53,7 +55,8 @@ def _flag(row: dict) -> str:
 
 def cost_table(b: Bill) -> list[str]:
     """Every row counted in the hourly total (rental, power, idle GPUs charged, lines)."""
-    label = {"power": "power", "spare_gpus": "idle GPUs", "line_lease": "WAN line"}
+    label = {"power": "power", "spare_gpus": "idle GPUs", "line_lease": "WAN line",
+             "decode_cache": "decode-side cache"}  # fmt: skip
     items, gpus = [], 0
     for r in (r for r in b.rows if r["counts_in"] == "total_hourly"):
         role = r["role"] if r["kind"] == "gpu_rental" else label[r["kind"]]
@@ -97,6 +100,13 @@ def _purchase(b: Bill, years: float) -> list[str]:
                       usd(r["cost_usd_per_hour"]))  # fmt: skip
         rows.append([md_text(r["datacenter"]), md_text(r["product"]), f"{r['units']:,}",
                      usd(rent["cost_usd_per_hour"]), *bought])  # fmt: skip
+    for r in (r for r in b.rows if r["kind"] == "cache_purchase"):
+        bought = ("-", NO_PURCHASE_PRICE, "-")
+        if r["flag"] != NO_PURCHASE_PRICE:
+            bought = (usd(r["unit_price_usd"], False) + "/TB", usd(r["purchase_usd"], False),
+                      usd(r["cost_usd_per_hour"]))  # fmt: skip
+        rows.append([md_text(r["datacenter"]), md_text(r["product"]), f"{r['units']:,.4g} TB",
+                     "-", *bought])  # fmt: skip
     rows.append(["**total purchase**", "", "", "", "", usd(b.total_purchase_usd, False), ""])
     return table(["datacenter", "product", "GPUs (whole nodes)", "rent $/h (whole nodes)",
                   "purchase per GPU", "purchase $", f"bought $/h ({num(years)} years + power)"],
