@@ -6,15 +6,30 @@ One of: `fixed`, `bins` (shares over [low, high) intervals), truncated `lognorma
 
 from __future__ import annotations
 
+import dataclasses
+
 from pdd_plan.loaders.strict import Node
 from pdd_plan.model import workload as wl
 
+_LENGTH_KEYS = ("input_tokens", "output_tokens")
 
-def _bins(f: dict[str, Node], lo: float, hi: float, integer: bool):
+
+def _bin_lengths(g: dict[str, Node], lengths: tuple[float, float]) -> tuple:
+    """A joint bin's own length distributions (None where it has none); a length
+    distribution is never itself joint."""
+    out = []
+    for key in _LENGTH_KEYS:
+        node = g[key]
+        parsed = None if node.is_missing else distribution(node, *lengths, integer=True)
+        out.append(False if not node.is_missing and parsed is None else parsed)
+    return tuple(out)
+
+
+def _bins(f: dict[str, Node], lo: float, hi: float, integer: bool, lengths=None):
     bins = f["bins"].items(min_items=1) or []
-    lows, highs, shares = [], [], []
+    lows, highs, shares, per_bin = [], [], [], []
     for b in bins:
-        g = b.mapping(required=("low", "high", "share"))
+        g = b.mapping(required=("low", "high", "share"), optional=_LENGTH_KEYS if lengths else ())
         if g is None:
             continue
         low = g["low"].number(required=True, minimum=lo, maximum=hi)
@@ -25,7 +40,8 @@ def _bins(f: dict[str, Node], lo: float, hi: float, integer: bool):
         lows.append(low)
         highs.append(high)
         shares.append(share)
-    if None in lows + highs + shares or not bins:
+        per_bin.append(_bin_lengths(g, lengths) if lengths else (None, None))
+    if None in lows + highs + shares or not bins or any(False in p for p in per_bin):
         return None
     total = sum(shares)
     if abs(total - 1.0) > 1e-3:
@@ -33,7 +49,18 @@ def _bins(f: dict[str, Node], lo: float, hi: float, integer: bool):
             f["bins"].path, f"shares summing to {total:.4g}", "shares summing to 1"
         )
         return None
-    return wl.Bins(tuple(lows), tuple(highs), tuple(s / total for s in shares))
+    joint = [tuple(p[i] for p in per_bin) for i in range(2)]
+    if any(d is not None for column in joint for d in column) and len(bins) > wl.MAX_EXACT_BINS:
+        f["bins"].fail(f"at most {wl.MAX_EXACT_BINS} bins where bins carry their own lengths")
+        return None
+    given = [None if all(d is None for d in column) else column for column in joint]
+    return wl.Bins(
+        tuple(lows),
+        tuple(highs),
+        tuple(s / total for s in shares),
+        input_tokens=given[0],
+        output_tokens=given[1],
+    )
 
 
 def _empirical(f: dict[str, Node], lo: float, hi: float):
@@ -65,8 +92,11 @@ def _range(f: dict[str, Node], lo: float, hi: float) -> tuple[float, float] | No
     return low, high
 
 
-def distribution(node: Node, lo: float, hi: float, integer: bool = False):
-    """One of: fixed, bins, lognormal (truncated), beta (on [low, high]), empirical."""
+def distribution(node: Node, lo: float, hi: float, integer: bool = False, lengths=None):
+    """One of: fixed, bins, lognormal (truncated), beta (on [low, high]), empirical.
+
+    `lengths` (the (low, high) of token counts) lets each `bins` entry carry its own
+    `input_tokens` / `output_tokens`: a hit rate joint with the lengths."""
     if node.is_missing:
         node.problems.add(node.path, "nothing", "a distribution (this key is required)")
         return None
@@ -105,7 +135,7 @@ def distribution(node: Node, lo: float, hi: float, integer: bool = False):
         value = f["value"].number(required=True, minimum=lo, maximum=hi, integer=integer)
         return None if value is None else wl.Fixed(value)
     if kind == "bins":
-        return _bins(f, lo, hi, integer)
+        return _bins(f, lo, hi, integer, lengths)
     if kind == "empirical":
         return _empirical(f, lo, hi)
     bounds = _range(f, lo, hi)
@@ -120,3 +150,32 @@ def distribution(node: Node, lo: float, hi: float, integer: bool = False):
     if None in (bounds, alpha, beta):
         return None
     return wl.BetaRange(bounds[0], bounds[1], alpha=alpha, beta=beta)
+
+
+def bins_carry_all(raw_hit_rate, key: str) -> bool:
+    """Whether every bin of a raw `prefix_hit_rate` mapping has its own `key` (then the
+    workload-level `key` may be left out)."""
+    bins = raw_hit_rate.get("bins") if isinstance(raw_hit_rate, dict) else None
+    return (
+        isinstance(bins, list)
+        and bool(bins)
+        and all(isinstance(b, dict) and key in b for b in bins)
+    )
+
+
+def joint_lengths(hits, inputs, outputs):
+    """A joint hit-rate `bins` with every bin's lengths filled in (the workload's where a bin
+    has none) and the workload's lengths replaced by their mixture over the bins, so the
+    workload's mean input is the mixture's. Anything else comes back unchanged."""
+    if not (isinstance(hits, wl.Bins) and hits.is_joint):
+        return hits, inputs, outputs
+    filled = {}
+    for key, fallback in (("input_tokens", inputs), ("output_tokens", outputs)):
+        column = getattr(hits, key)
+        if column is not None:
+            filled[key] = tuple(fallback if d is None else d for d in column)
+    if any(None in column for column in filled.values()):  # a fallback had a problem
+        return hits, None, None
+    hits = dataclasses.replace(hits, **filled)
+    mixed = {k: wl.Mixture(column, hits.shares) for k, column in filled.items()}
+    return hits, mixed.get("input_tokens", inputs), mixed.get("output_tokens", outputs)

@@ -25,12 +25,23 @@ class Fixed:
 
 @dataclass(frozen=True)
 class Bins:
-    """Shares of requests in [low, high) intervals, uniform inside each interval."""
+    """Shares of requests in [low, high) intervals, uniform inside each interval.
+
+    A hit-rate `bins` may be joint with the lengths: `input_tokens` / `output_tokens`
+    hold one length distribution per bin (the loader fills a bin without its own with
+    the workload's), None when the lengths are independent of the hit rate.
+    """
 
     lows: tuple[float, ...]
     highs: tuple[float, ...]
     shares: tuple[float, ...]
     kind: str = "bins"
+    input_tokens: tuple | None = None
+    output_tokens: tuple | None = None
+
+    @property
+    def is_joint(self) -> bool:
+        return self.input_tokens is not None or self.output_tokens is not None
 
     def mean(self) -> float:
         mids = (np.array(self.lows) + np.array(self.highs)) / 2
@@ -137,6 +148,38 @@ class Empirical:
         return merge_strata(values, weights, n)
 
 
+@dataclass(frozen=True)
+class Mixture:
+    """Components with weights summing to 1: a length's marginal over joint hit-rate bins
+    (its mean is the mixture's, which is what every `.mean()` of the workload reads)."""
+
+    components: tuple
+    weights: tuple[float, ...]
+    kind: str = "mixture"
+
+    def mean(self) -> float:
+        return float(sum(w * c.mean() for c, w in zip(self.components, self.weights, strict=True)))
+
+    @property
+    def high(self) -> float:
+        """The largest value any component can draw (its upper edge)."""
+        return max(_upper_edge(c) for c in self.components)
+
+    def discretise(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        # every component at n points, pooled by weight, merged back to n strata (mean kept)
+        parts = [(c.discretise(n), w) for c, w in zip(self.components, self.weights, strict=True)]
+        values = np.concatenate([v for (v, _), _ in parts])
+        weights = np.concatenate([pw * w for (_, pw), w in parts])
+        return merge_strata(values, weights / weights.sum(), n)
+
+
+def _upper_edge(d) -> float:
+    for name in ("value", "high"):
+        if hasattr(d, name):
+            return float(getattr(d, name))
+    return float(max(getattr(d, "highs", None) or d.values))
+
+
 def merge_strata(values: np.ndarray, weights: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Points with weights summing to 1 merged into n equal-weight quantile strata, each
     its weighted mean (so the mean is kept exactly); a point is not split across strata."""
@@ -176,7 +219,7 @@ def coarsening_notes(workload, resolution: tuple[int, int, int]) -> list[str]:
     ]
 
 
-Distribution = Fixed | Bins | TruncatedLognormal | BetaRange | Empirical
+Distribution = Fixed | Bins | TruncatedLognormal | BetaRange | Empirical | Mixture
 
 
 class PromptTokens:
@@ -199,7 +242,8 @@ class PromptTokens:
 class RequestClasses(PromptTokens):
     """The workload as weighted classes of (input length, output length, prefix-hit rate).
 
-    The three marginals are taken as independent; every array has one entry per class.
+    The three are independent unless the hit-rate bins are joint with the lengths (then
+    each bin's classes carry its own lengths); every array has one entry per class.
     """
 
     input_tokens: np.ndarray
@@ -232,11 +276,20 @@ def request_classes(
     hit_rate: Distribution,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
 ) -> RequestClasses:
-    """Discretise the three marginals and form their product (zero weights dropped)."""
-    (iv, iw), (ov, ow), (hv, hw) = (
-        d.discretise(n)
-        for d, n in zip((input_tokens, output_tokens, hit_rate), resolution, strict=True)
+    """Discretise the three marginals and form their product (zero weights dropped); a
+    joint hit-rate `bins` forms it bin by bin with that bin's lengths instead."""
+    if isinstance(hit_rate, Bins) and hit_rate.is_joint:
+        return _joint_classes(hit_rate, input_tokens, output_tokens, resolution)
+    return _product_classes(
+        input_tokens.discretise(resolution[0]),
+        output_tokens.discretise(resolution[1]),
+        hit_rate.discretise(resolution[2]),
     )
+
+
+def _product_classes(inputs, outputs, hits) -> RequestClasses:
+    """The product of three (values, weights) discretisations, weights renormalised."""
+    (iv, iw), (ov, ow), (hv, hw) = inputs, outputs, hits
     grid_i, grid_o, grid_h = np.meshgrid(np.round(iv), np.round(ov), hv, indexing="ij")
     weight = np.einsum("i,j,k->ijk", iw, ow, hw)
     keep = weight.ravel() > 0
@@ -247,3 +300,29 @@ def request_classes(
         np.clip(grid_h.ravel()[keep], 0.0, 1.0),
         weight.ravel()[keep] / total,
     )
+
+
+def _joint_classes(hits: Bins, inputs, outputs, resolution) -> RequestClasses:
+    """Per hit-rate bin, the product of its hit points (those `Bins.discretise` gives it:
+    the same hit resolution as independent bins) with that bin's own lengths at the
+    input/output resolution; each bin's classes carry exactly its share."""
+    n_in, n_out, n_hit = resolution
+    per_bin = max(1, n_hit // len(hits.shares))
+    parts = []
+    for b, (low, high, share) in enumerate(zip(hits.lows, hits.highs, hits.shares, strict=True)):
+        if share <= 0:
+            continue
+        edges = np.linspace(low, high, per_bin + 1)
+        hit_points = ((edges[:-1] + edges[1:]) / 2, np.full(per_bin, 1.0 / per_bin))
+        b_in = inputs if hits.input_tokens is None else hits.input_tokens[b]
+        b_out = outputs if hits.output_tokens is None else hits.output_tokens[b]
+        c = _product_classes(b_in.discretise(n_in), b_out.discretise(n_out), hit_points)
+        parts.append((c, share))
+    total = sum(share for _, share in parts)
+    return RequestClasses(
+        *(np.concatenate([getattr(c, k) for c, _ in parts]) for k in _COLUMNS),
+        np.concatenate([c.weight * share / total for c, share in parts]),
+    )
+
+
+_COLUMNS = ("input_tokens", "output_tokens", "hit_rate")

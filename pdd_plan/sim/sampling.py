@@ -45,7 +45,35 @@ def sample(d: wl.Distribution, n: int, rng: np.random.Generator) -> np.ndarray:
         return np.clip(d.median * np.exp(d.sigma * special.ndtri(u)), d.low, d.high)
     if isinstance(d, wl.BetaRange):
         return d.low + (d.high - d.low) * rng.beta(d.alpha, d.beta, size=n)
+    if isinstance(d, wl.Mixture):
+        w = np.asarray(d.weights, float)
+        return _by_component(d.components, rng.choice(len(w), size=n, p=w / w.sum()), rng)
     raise TypeError(f"no sampler for distribution kind {getattr(d, 'kind', d)!r}")
+
+
+def _by_component(components, which: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw per entry of `which` from the component it names."""
+    out = np.empty(len(which))
+    for c in np.unique(which):
+        mask = which == c
+        out[mask] = sample(components[c], int(mask.sum()), rng)
+    return out
+
+
+def _joint_draws(hits: wl.Bins, workload: Workload, n: int, rng: np.random.Generator):
+    """Joint hit-rate bins: first each request's bin, then its hit rate uniform in the bin
+    and its lengths from that bin's own distributions."""
+    which = rng.choice(len(hits.shares), size=n, p=np.asarray(hits.shares) / sum(hits.shares))
+    lows, highs = np.asarray(hits.lows)[which], np.asarray(hits.highs)[which]
+    hit = lows + (highs - lows) * rng.random(n)
+    lengths = [
+        sample(fallback, n, rng) if column is None else _by_component(column, which, rng)
+        for column, fallback in (
+            (hits.input_tokens, workload.input_tokens),
+            (hits.output_tokens, workload.output_tokens),
+        )
+    ]
+    return lengths[0], lengths[1], hit
 
 
 def inter_arrivals_s(rate_per_s: float, cv2: float, n: int, rng: np.random.Generator):
@@ -64,7 +92,13 @@ def draw_requests(
 ) -> Requests:
     """`n` requests at `rate_per_s`; token counts rounded as the closed form rounds them."""
     gaps = inter_arrivals_s(rate_per_s, workload.burstiness_cv2, n, rng)
-    inputs = np.maximum(np.round(sample(workload.input_tokens, n, rng)), 1.0)
-    outputs = np.maximum(np.round(sample(workload.output_tokens, n, rng)), 1.0)
-    hits = np.clip(sample(hit_rate or workload.prefix_hit_rate, n, rng), 0.0, 1.0)
-    return Requests(np.cumsum(gaps), inputs, outputs, hits)
+    hit_dist = hit_rate or workload.prefix_hit_rate
+    if isinstance(hit_dist, wl.Bins) and hit_dist.is_joint:
+        inputs, outputs, hits = _joint_draws(hit_dist, workload, n, rng)
+    else:  # independent: the same draws in the same order as ever
+        inputs = sample(workload.input_tokens, n, rng)
+        outputs = sample(workload.output_tokens, n, rng)
+        hits = sample(hit_dist, n, rng)
+    inputs = np.maximum(np.round(inputs), 1.0)
+    outputs = np.maximum(np.round(outputs), 1.0)
+    return Requests(np.cumsum(gaps), inputs, outputs, np.clip(hits, 0.0, 1.0))
