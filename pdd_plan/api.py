@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,12 @@ from pdd_plan.report.bom_items import bill
 from pdd_plan.report.resolved import scenario_json
 from pdd_plan.report.views import scenario_summary
 from pdd_plan.units import GBIT_BITS
+
+# `progress(stage, done, total)`: how far each long call is (the CLI draws a bar a stage)
+Progress = Callable[[str, int, int], None]
+SOLVE_STAGE = "solving each architecture"
+CASES_STAGE = "report: sensitivity cases"
+EXPLAIN_STAGE = "report: explain (binding limits, relaxations)"
 
 
 def evaluate_plan(
@@ -79,15 +86,17 @@ def solve_scenario(
     catalog: Catalog | None = None,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
+    progress: Progress | None = None,
 ) -> tuple[dict, SolveFiles]:
     """`pdd-plan solve`: the design.md §7 JSON of the best verified plan, and its files.
     `architecture` None: every architecture the scenario allows is solved and the best
-    by the objective wins (`architecture_choice` says which, over what and why)."""
+    by the objective wins (`architecture_choice` says which, over what and why).
+    `progress(stage, done, total)` hears each architecture solved."""
     catalog = catalog or Catalog()
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
     if architecture is not None:
         return solve_loaded(s, architecture, catalog, resolution, time_limit_s)
-    return solve_choosing(s, catalog, resolution, time_limit_s)
+    return solve_choosing(s, catalog, resolution, time_limit_s, progress)
 
 
 def solve_choosing(
@@ -95,6 +104,7 @@ def solve_choosing(
     catalog: Catalog,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
+    progress: Progress | None = None,
 ) -> tuple[dict, SolveFiles]:
     """The winner's result and files, with `architecture_choice`; when no architecture
     has a plan, an infeasible result whose `architecture_choice.candidates` say why each
@@ -102,7 +112,7 @@ def solve_choosing(
     from pdd_plan import choose
 
     start = time.perf_counter()
-    solved = solve_each(s, s.architectures, catalog, resolution, time_limit_s)
+    solved = solve_each(s, s.architectures, catalog, resolution, time_limit_s, progress=progress)
     results = [r for r, _ in solved]
     ranked = choose.rank(s, results)
     if not ranked:
@@ -136,6 +146,7 @@ def solve_each(
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
     known: dict[str, dict] | None = None,
+    progress: Progress | None = None,
 ) -> list[tuple[dict, SolveFiles | None]]:
     """Each architecture optimised alone (what `compare` shows and `solve` chooses from):
     its result with `architecture` set, and its files (None where it has no plan or was
@@ -144,6 +155,8 @@ def solve_each(
 
     out = []
     for arch in architectures:
+        if progress:
+            progress(SOLVE_STAGE, len(out), len(architectures))
         if known and arch in known:
             out.append(({**known[arch], "architecture": arch}, None))
             continue
@@ -156,6 +169,8 @@ def solve_each(
         if result["status"] == "infeasible":
             result["reason"] = no_plan_reason(result)
         out.append((result, files))
+    if progress:
+        progress(SOLVE_STAGE, len(out), len(architectures))
     return out
 
 
@@ -259,10 +274,14 @@ def sensitivity(
     catalog: Catalog,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
+    progress: Progress | None = None,
 ) -> list[dict]:
     """Each case of `sensitivity_cases` solved: its status, plan and metrics."""
     out = []
-    for case, change, variant in sensitivity_cases(s, catalog):
+    cases = sensitivity_cases(s, catalog)
+    for case, change, variant in cases:
+        if progress:
+            progress(CASES_STAGE, len(out), len(cases))
         entry = {"case": case, "change": change}
         try:
             result, _ = solve_loaded(variant, architecture, catalog, resolution, time_limit_s)
@@ -272,6 +291,8 @@ def sensitivity(
         except InfeasibleError as exc:
             entry.update(status="infeasible", plan=None, metrics=None, reason=str(exc))
         out.append(entry)
+    if progress:
+        progress(CASES_STAGE, len(out), len(cases))
     return out
 
 
@@ -324,6 +345,7 @@ def sizing_report_data(
     time_limit_s: float = 30.0,
     solved: dict | None = None,
     known: dict[str, dict] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Scenario, dict]:
     """Everything the sizing report shows, as plain dicts: the scenario summary, the
     solve result (`solved` if given, else solved here; `architecture` None: chosen), every
@@ -334,7 +356,7 @@ def sizing_report_data(
     s = load_scenario(path, catalog)
     known = dict(known or {})
     if solved is None and architecture is None:
-        solved, files = solve_choosing(s, catalog, resolution, time_limit_s)
+        solved, files = solve_choosing(s, catalog, resolution, time_limit_s, progress)
         known.update((r["architecture"], r) for r in files.solved_each)
     elif solved is None:
         solved, _ = solve_loaded(s, architecture, catalog, resolution, time_limit_s)
@@ -342,17 +364,21 @@ def sizing_report_data(
         architecture = solved["plan"]["architecture"]
     architecture = architecture or s.architectures[0]
     known[architecture] = {k: v for k, v in solved.items() if k != "architecture_choice"}
+    compared = compare_architectures(path, catalog, resolution, time_limit_s, known=known)
+    cases = sensitivity(s, architecture, catalog, resolution, time_limit_s, progress)
+    if progress:
+        progress(EXPLAIN_STAGE, 0, 1)
+    explained = explanation(s, architecture, catalog, resolution, time_limit_s)
+    if progress:
+        progress(EXPLAIN_STAGE, 1, 1)
     data = {
         "version": __version__,
         "architecture": architecture,
         "summary": report_summary(s, catalog),
         "result": solved,
-        "compare": compare_architectures(path, catalog, resolution, time_limit_s, known=known),
-        "sensitivity": {
-            "hit_rate_rule": HIT_RATE_RULE,
-            "cases": sensitivity(s, architecture, catalog, resolution, time_limit_s),
-        },
-        "explanation": explanation(s, architecture, catalog, resolution, time_limit_s),
+        "compare": compared,
+        "sensitivity": {"hit_rate_rule": HIT_RATE_RULE, "cases": cases},
+        "explanation": explained,
         "bom_header": header_facts(s, catalog, architecture),
         "bom": bill(solved["plan"], s, catalog) if solved.get("plan") else None,
     }
@@ -367,12 +393,13 @@ def sizing_report(
     time_limit_s: float = 30.0,
     solved: dict | None = None,
     known: dict[str, dict] | None = None,
+    progress: Progress | None = None,
 ) -> str:
     """`pdd-plan solve --report`: the sizing report as Markdown."""
     from pdd_plan.report.markdown import render_report
 
     s, data = sizing_report_data(
-        scenario, architecture, catalog, resolution, time_limit_s, solved, known
+        scenario, architecture, catalog, resolution, time_limit_s, solved, known, progress
     )
     return render_report(s, data)
 

@@ -17,6 +17,7 @@ the Markdown report's data.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -158,11 +159,11 @@ def _solve_base(s: Scenario, architecture: str, catalog: Catalog, resolution, ti
     return result
 
 
-def _choose(s: Scenario, catalog: Catalog, resolution, time_limit_s) -> tuple[dict, dict]:
+def _choose(s: Scenario, catalog: Catalog, resolution, time_limit_s, progress):
     """`solve`'s choice of architecture, and every architecture's result by name."""
     from pdd_plan import api
 
-    result, files = api.solve_choosing(s, catalog, resolution, time_limit_s)
+    result, files = api.solve_choosing(s, catalog, resolution, time_limit_s, progress)
     if result["status"] == "infeasible":
         raise InfeasibleError(
             f"{visible(s.name)}: no architecture the scenario allows has a plan, so there is "
@@ -180,18 +181,22 @@ def build(
     hit_means=HIT_MEANS,
     catalog: Catalog | None = None,
     say: Callable[[str], None] = lambda _: None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Report:
-    """The HTML sizing report of `scenario` (module doc)."""
+    """The HTML sizing report of `scenario` (module doc). `say` hears each stage as a
+    line, or `progress(stage, done, total)` as it moves when given (then `say` hears only
+    notes)."""
     from pdd_plan import api
 
+    stage = _stages(say, progress)
     catalog = catalog or Catalog()
     path = resolve_scenario_path(scenario)
     data = load_yaml(path, "a pdd-plan scenario")
     s, _ = edited(data, {}, str(path), catalog)
     chosen, known = None, {}
     if architecture is None:  # the report of the architecture `solve` recommends
-        say("solving every architecture the scenario allows")
-        chosen, known = _choose(s, catalog, resolution, time_limit_s)
+        stage("solving every architecture the scenario allows")
+        chosen, known = _choose(s, catalog, resolution, time_limit_s, progress)
         architecture = chosen["plan"]["architecture"]
     points = extra_points(s, catalog, architecture, hit_means)
     sweep = sw.Sweep(str(path), data, points, architecture=architecture,
@@ -202,11 +207,13 @@ def build(
     pool = sw.process_pool(jobs)
     try:
         point_futures = sw.submit_points(pool, sweep)
-        say(f"solving {len(sweep.points)} hit-rate and price cases in {jobs} processes")
+        stage(f"solving {len(sweep.points)} hit-rate and price cases in {jobs} processes")
+        _count_done(progress, f"report: plot cases ({jobs} processes)", point_futures)
         result = chosen or _solve_base(s, architecture, catalog, resolution, time_limit_s)
-        say("solving the Markdown report's cases (architectures, prices, explain)")
+        stage("solving the Markdown report's cases (architectures, prices, explain)")
         s, rdata = api.sizing_report_data(path, architecture, catalog, resolution, time_limit_s,
-                                          solved=result, known=known)  # fmt: skip
+                                          solved=result, known=known,
+                                          progress=progress)  # fmt: skip
         evaluator = _Evaluator(pool, data, str(path), resolution)
         evaluator.add_known("this plan", result)
         for e in rdata["compare"]["architectures"]:
@@ -220,18 +227,54 @@ def build(
         for r in rows:
             if r["plan"] and HIT_MEAN_KEY not in r["values"]:
                 evaluator.submit(_price_label(r), r["plan"])
-        say("evaluating the plans met on the way on the scenario itself")
+        stage("evaluating the plans met on the way on the scenario itself")
+        _count_done(
+            progress,
+            "report: plans evaluated for the cost/TTFT plot",
+            [e["future"] for e in evaluator.entries.values() if "future" in e],
+        )
         plans = evaluator.results()
     except BaseException:  # an interrupt (or an infeasible scenario) ends the running cases
         sw.stop_pool(pool)
         raise
     finally:  # the cases not started are dropped
         pool.shutdown(wait=True, cancel_futures=True)
+    stage("drawing the plots")
+    if progress:
+        progress(PLOTS_STAGE, 0, 1)
     markdown = render_report(s, rdata)
     figures = report_figures(s, result, rows, plans, rdata, catalog, architecture)
+    if progress:
+        progress(PLOTS_STAGE, 1, 1)
     extra = (("Data behind the plots", plot_data(rows, plans)),)
     html = render_html(markdown, result, _page_figures(figures), "bathtub", extra)
     return Report(html, markdown, {f.name: (f.svg, png) for f, png in figures}, rows, plans)
+
+
+PLOTS_STAGE = "report: rendering the report and its plots"
+
+
+def _stages(say, progress) -> Callable[[str], None]:
+    """A stage's line for `say`, unless bars show the stages."""
+    return (lambda _: None) if progress else say
+
+
+def _count_done(progress, stage: str, futures) -> None:
+    """A bar over `futures`, moved as each ends (in the pool's thread)."""
+    if not progress:
+        return
+    futures = list(futures)
+    done = [0]
+    lock = threading.Lock()
+    progress(stage, 0, len(futures))
+
+    def tick(_future) -> None:
+        with lock:
+            done[0] += 1
+            progress(stage, done[0], len(futures))
+
+    for f in futures:
+        f.add_done_callback(tick)
 
 
 def _price_label(row: dict) -> str:

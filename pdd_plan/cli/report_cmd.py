@@ -11,6 +11,7 @@ import typer
 from pdd_plan.cli.bounds import jobs_option, time_limit_option
 from pdd_plan.cli.output import check_architecture, console, safe
 from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.cli.progress import bars, progress_option, step
 from pdd_plan.errors import InputError
 from pdd_plan.report.files import write_atomic
 
@@ -31,6 +32,12 @@ def _hit_means(text: str | None):
     return values
 
 
+def _write(output: str, markdown: str | None, result) -> None:
+    write_atomic(Path(output), result.html)
+    if markdown:
+        write_atomic(Path(markdown), result.markdown)
+
+
 def report(
     scenario: str = typer.Argument(None, help="a scenario file or shipped name (default: default)"),
     output: str = typer.Option(..., "-o", "--output", help="the HTML file to write"),
@@ -48,6 +55,7 @@ def report(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    progress: bool = progress_option(),
 ) -> None:
     """Write the sizing report as a self-contained HTML file with its plots."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
@@ -64,10 +72,10 @@ def report(
     def say(text: str) -> None:
         typer.echo(f"report: {text}...", err=True)
 
-    result = build(scenario, architecture, jobs, time_limit_s=time_limit, hit_means=means, say=say)
-    write_atomic(Path(output), result.html)
-    if markdown:
-        write_atomic(Path(markdown), result.markdown)
+    with bars(progress) as shown:
+        result = build(scenario, architecture, jobs, time_limit_s=time_limit, hit_means=means,
+                       say=shown.say if shown else say, progress=shown)  # fmt: skip
+        step(shown, "writing the files", lambda: _write(output, markdown, result))
     console.print(
         f"wrote {safe(output)} ({len(result.html) / 1024:.0f} KiB, {len(result.figures)} plots) in "
         f"{time.perf_counter() - start:.1f} s"

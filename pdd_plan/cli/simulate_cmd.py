@@ -8,6 +8,7 @@ from pdd_plan.cli.bounds import MAX_REQUESTS, MAX_SEED, MAX_WARMUP_FRAC, bounded
 from pdd_plan.cli.evaluate_cmd import _seconds
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.cli.progress import bars, progress_option, step
 from pdd_plan.loaders.engine_profile import profile_line
 
 
@@ -34,6 +35,7 @@ def simulate(
     trace_out: str | None = typer.Option(
         None, "--trace-out", help="write a per-request CSV (times of every stage)"
     ),
+    progress: bool = progress_option(),
 ) -> None:
     """Simulate a deployment request by request: the metrics of `evaluate`, with 95 %
     confidence intervals, from a seeded discrete-event run."""
@@ -46,16 +48,21 @@ def simulate(
     from pdd_plan.sim.trace_csv import write_trace_csv
 
     check_outputs([scenario, plan], {"--trace-out": trace_out})
-    metrics, run = simulate_plan(scenario, plan, requests, seed, warmup_frac)
+    with bars(progress, format is Format.json) as shown:
+        metrics, run = simulate_plan(scenario, plan, requests, seed, warmup_frac, progress=shown)
+        if trace_out:  # streamed to a file beside the target, renamed when whole
+
+            def write() -> None:
+                with streamed_text(trace_out) as handle:
+                    write_trace_csv(run, handle)
+
+            step(shown, "writing the trace", write)
     result = {
         "scenario": run.setup.scenario.name,
         "status": "simulated",
         "plan": plan_json(run.setup.deployment),
         "metrics": metrics,
     }
-    if trace_out:  # streamed to a file beside the target, renamed when whole
-        with streamed_text(trace_out) as handle:
-            write_trace_csv(run, handle)
     if format is Format.json:
         print_json(result)
         return
@@ -74,7 +81,7 @@ def print_result(result: dict) -> None:
     sim = m["simulation"]
     console.print(
         f"[bold]{safe(result['scenario'])}[/]: {p['architecture']} plan simulated at "
-        f"{m['offered_rps']:g} req/s, {sim['measured_requests']:,} requests measured "
+        f"{m['offered_rps']:,.3g} req/s, {sim['measured_requests']:,} requests measured "
         f"(seed {sim['seed']}, warm-up {sim['warmup_frac']:.0%} left out)"
     )
     ci = m["confidence_intervals"]

@@ -12,6 +12,7 @@ from pdd_plan.cli.bounds import time_limit_option
 from pdd_plan.cli.evaluate_cmd import print_result
 from pdd_plan.cli.output import Format, check_architecture, console, print_json
 from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.cli.progress import bars, progress_option, step
 from pdd_plan.errors import InfeasibleError
 from pdd_plan.report.files import write_atomic, write_folder
 
@@ -50,6 +51,26 @@ def _infeasible(scenario, architecture, result, files, time_limit, format) -> No
     raise InfeasibleError(answer["reason"])
 
 
+def _solve(solve_scenario, scenario, architecture, time_limit, shown):
+    """The solve; a forced architecture is one stage of one step."""
+    if architecture is None:
+        return solve_scenario(scenario, None, time_limit_s=time_limit, progress=shown)
+    stage = f"solving {architecture}"
+    return step(shown, stage, lambda: solve_scenario(scenario, architecture,
+                                                     time_limit_s=time_limit))  # fmt: skip
+
+
+def _write(result, files, report_md, dump_lp, bom, report, out) -> None:
+    if dump_lp and files.lp_text:
+        write_atomic(dump_lp, files.lp_text)
+    if bom:
+        write_atomic(bom, files.bom_csv)
+    if report:
+        write_atomic(report, report_md)
+    if out:
+        write_outputs(Path(out), result, files, report_md)
+
+
 def print_choice(result: dict) -> None:
     """The recommendation first: which architecture, over which, by how much, and why."""
     from pdd_plan.report.choice_text import recommendation
@@ -79,6 +100,7 @@ def solve(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    progress: bool = progress_option(),
 ) -> None:
     """Choose P, RLD and MD instances, GPU types, line tiers and routing policy."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
@@ -90,31 +112,27 @@ def solve(
         check_architecture(architecture)
     outputs = {"--dump-lp": dump_lp, "--bom": bom, "--report": report}
     check_outputs([scenario], outputs, {"--out": out})
-    try:
-        result, files = solve_scenario(scenario, architecture, time_limit_s=time_limit)
-    except InfeasibleError as exc:  # refused before any search: the reason is its own
-        result, files = {"status": "infeasible", "error": exc}, None
-    if result["status"] == "infeasible":  # the limit that cannot be met, by how much
-        _infeasible(scenario, architecture, result, files, time_limit, format)
-    report_md = None
-    if report or out:  # everything is computed before the first file is written
-        if format is not Format.json:
-            typer.echo(
-                "sizing report: solving the price and hit-rate cases and explaining...",
-                err=True,
-            )
-        known = {r["architecture"]: r for r in files.solved_each}
-        report_md = sizing_report(
-            scenario, architecture, time_limit_s=time_limit, solved=result, known=known
-        )
-    if dump_lp and files.lp_text:
-        write_atomic(dump_lp, files.lp_text)
-    if bom:
-        write_atomic(bom, files.bom_csv)
-    if report:
-        write_atomic(report, report_md)
-    if out:
-        write_outputs(Path(out), result, files, report_md)
+    with bars(progress, format is Format.json) as shown:
+        try:
+            result, files = _solve(solve_scenario, scenario, architecture, time_limit, shown)
+        except InfeasibleError as exc:  # refused before any search: the reason is its own
+            result, files = {"status": "infeasible", "error": exc}, None
+        if result["status"] == "infeasible":  # the limit that cannot be met, by how much
+            _infeasible(scenario, architecture, result, files, time_limit, format)
+        report_md = None
+        if report or out:  # everything is computed before the first file is written
+            if format is not Format.json and shown is None:
+                typer.echo(
+                    "sizing report: solving the price and hit-rate cases and explaining...",
+                    err=True,
+                )
+            known = {r["architecture"]: r for r in files.solved_each}
+            report_md = sizing_report(
+                scenario, architecture, time_limit_s=time_limit, solved=result, known=known,
+                progress=shown,
+            )  # fmt: skip
+        step(shown, "writing the files", lambda: _write(result, files, report_md, dump_lp,
+                                                         bom, report, out))  # fmt: skip
     if format is Format.json:
         print_json(result)
         return

@@ -72,12 +72,13 @@ def simulate_plan(
     seed: int = 0,
     warmup_frac: float = 0.1,
     catalog: Catalog | None = None,
+    progress=None,
 ) -> tuple[dict, SimRun]:
     """The metrics JSON of a simulated run (design.md §7 keys plus the simulator's own),
     and the run; the caller adds the plan object (report/ formats it)."""
     check_options(requests, warmup_frac, seed)
     setup = load_setup(scenario, plan, catalog or Catalog())
-    run = simulate(setup, SimConfig(requests, seed, warmup_frac))
+    run = simulate(setup, SimConfig(requests, seed, warmup_frac), progress)
     out = metrics_json(run, measure(run))
     out["engine_profile"] = profile_summary(setup.scenario.engine.profile)
     return out, run

@@ -177,17 +177,26 @@ def _paused_clocks(prefill: PrefillRun, count: int) -> list[PausedClock]:
     return clocks
 
 
-def simulate(setup: Setup, config: SimConfig) -> SimRun:
-    """Simulate `config.requests` requests on `setup`'s deployment."""
+UPSTREAM_STAGE = "simulate: routing, prefill and the WAN"
+DECODE_STAGE = "simulate: requests through decode"
+
+
+def simulate(setup: Setup, config: SimConfig, progress=None) -> SimRun:
+    """Simulate `config.requests` requests on `setup`'s deployment. `progress(stage,
+    done, total)`, when given, hears the stages and the requests fed to decode."""
     rate = config.rate_per_s or setup.scenario.workload.arrival_rate_per_s
     rng = np.random.default_rng(config.seed)
+    if progress:
+        progress(UPSTREAM_STAGE, 0, 1)
     req = draw_requests(setup.scenario.workload, rate, config.requests, rng, config.hit_rate)
     path, prefill, service, rdma_done, payload, wan = _upstream(setup, req, rate)
+    if progress:
+        progress(UPSTREAM_STAGE, 1, 1)
     wan_done = wan.done_s if wan is not None else np.full(len(req), np.nan)
     engine, local_pools, main_pool = _engine(setup, req, prefill, wan_done)
     instance = prefill.instance if setup.deployment.architecture == "colocated" else None
     _feed_and_run(engine, path, instance, np.where(path == rt.DIRECT, wan_done, rdma_done),
-                  wan_done, req)  # fmt: skip
+                  wan_done, req, progress)  # fmt: skip
     return _collect(setup, config, rate, req, path, prefill, service, rdma_done, payload, wan,
                     engine, local_pools, main_pool)  # fmt: skip
 
@@ -248,6 +257,7 @@ def _engine(setup: Setup, req: Requests, prefill: PrefillRun, wan_done: np.ndarr
 
 # arrival and handoff events put in the engine's heap at a time
 FEED_EVENTS = 65_536
+PROGRESS_STEPS = 100  # updates of a progress bar over the decode run
 
 
 def _event_order(path: np.ndarray, arrive_s: np.ndarray, wan_done_s: np.ndarray):
@@ -263,7 +273,8 @@ def _event_order(path: np.ndarray, arrive_s: np.ndarray, wan_done_s: np.ndarray)
     return order, times[order], relay
 
 
-def _feed_and_run(engine: DecodeEngine, path, colocated_instance, arrive_s, wan_done_s, req):
+def _feed_and_run(engine: DecodeEngine, path, colocated_instance, arrive_s, wan_done_s, req,
+                  progress=None):  # fmt: skip
     """The engine run with its arrival and handoff events fed a chunk at a time, each with
     the sequence number it would have had pushed all at once (request i's ARRIVE 2i, its
     HANDOFF 2i + 1; the engine's own events after them): the same events in the same
@@ -272,8 +283,15 @@ def _feed_and_run(engine: DecodeEngine, path, colocated_instance, arrive_s, wan_
     n = len(path)
     engine.seq = 2 * n + 1
     outputs, inputs = _io(req)
-    for start in range(0, len(order), FEED_EVENTS):
-        stop = min(start + FEED_EVENTS, len(order))
+    # with a bar, smaller chunks so it moves ~PROGRESS_STEPS times (the same run: any
+    # chunk size gives the same events in the same order)
+    chunk = min(FEED_EVENTS, max(1, len(order) // PROGRESS_STEPS)) if progress else FEED_EVENTS
+    fed = 0  # arrivals fed so far: the requests that reached decode
+    for start in range(0, len(order), chunk):
+        stop = min(start + chunk, len(order))
+        if progress:
+            progress(DECODE_STAGE, fed, n)
+            fed += int(np.count_nonzero(order[start:stop] < n))
         for e, t in zip(order[start:stop].tolist(), times[start:stop].tolist(), strict=True):
             if e >= n:
                 rid = int(relay[e - n])
@@ -286,6 +304,8 @@ def _feed_and_run(engine: DecodeEngine, path, colocated_instance, arrive_s, wan_
                 payload = (LOCAL_STAGE, p, local_spec(e, outputs, inputs))
             heapq.heappush(engine.events, (t, 2 * e, ARRIVE, payload))
         engine.run(until=float(times[stop]) if stop < len(order) else float("inf"))
+    if progress:
+        progress(DECODE_STAGE, n, n)
     engine.drop_request_state()
 
 
