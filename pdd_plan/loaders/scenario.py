@@ -15,6 +15,7 @@ from pdd_plan.loaders.scenario_model import scenario_model
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
+from pdd_plan.model.wan_streaming import POOL_HOLDS
 from pdd_plan.units import DTYPE_BYTES, GBIT_BITS, MS_S
 
 MAX_TOKENS = 10_000_000
@@ -99,6 +100,9 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None
             "connection_pool_size",
             "max_lines",
             "links",
+            "stream_during_prefill",
+            "stripes_per_transfer",
+            "pool_hold",
         ),
     )
     if f is None:
@@ -123,9 +127,24 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None
     )
     pool = f["connection_pool_size"].integer(default=64, minimum=1, maximum=1_000_000)
     max_lines = f["max_lines"].integer(default=16, minimum=0, maximum=sc.MAX_LINES)
+    engine = _wan_engine(f, pool)
     if rtt_ms is None or None in tiers:
         return None
-    return sc.Wan(rtt_ms * MS_S, tiers, prices, per_conn * GBIT_BITS, pool, max_lines, links)
+    return sc.Wan(
+        rtt_ms * MS_S, tiers, prices, per_conn * GBIT_BITS, pool, max_lines, links, **engine
+    )
+
+
+def _wan_engine(f, pool: int | None) -> dict:
+    """How the transfer engine uses the line (model/wan_streaming.py)."""
+    stripes = f["stripes_per_transfer"].integer(
+        default=1, minimum=1, maximum=pool if pool is not None else 1_000_000
+    )
+    return {
+        "stream_during_prefill": f["stream_during_prefill"].boolean(default=False),
+        "stripes_per_transfer": stripes if stripes is not None else 1,
+        "pool_hold": f["pool_hold"].choice(POOL_HOLDS, default="transfer_end"),
+    }
 
 
 def _workload(node: Node) -> sc.Workload | None:

@@ -81,7 +81,10 @@ def _prefill(setup: Setup, rate: float) -> tuple[np.ndarray, WaitModel, float]:
     return service, wait, rate * mean / count
 
 
-def _wan(setup: Setup, rate: float):
+def _wan(setup: Setup, rate: float, service: np.ndarray, extra_hold_s=None):
+    """The line at `rate`: its result and each class's time after prefill end until MD
+    holds the KV (streamed during prefill if the scenario says so); `extra_hold_s`: per
+    class, connection time after the transfer (the handoff, `pool_hold: handoff_end`)."""
     routes, c = setup.routes, setup.classes
     crossing = (
         routes.path != rt.LOCAL
@@ -89,16 +92,35 @@ def _wan(setup: Setup, rate: float):
         else (routes.wan_payload_bytes > 0)
     )
     weights = c.weight[crossing]
+    stream = setup.scenario.wan.stream_during_prefill
     result = wan_transfer(
         setup.link,
         routes.wan_payload_bytes[crossing],
         weights / weights.sum(),
         rate * weights.sum(),
         setup.scenario.workload.burstiness_cv2,
+        prefill_s=service[crossing] if stream else None,
+        num_layers=setup.model.num_layers,
+        extra_hold_s=None if extra_hold_s is None else extra_hold_s[crossing],
     )
     transfer = np.zeros(len(c))
     transfer[crossing] = result.transfer_s
     return result, transfer
+
+
+def _wan_and_decode(setup: Setup, rate: float, service: np.ndarray, p_util: float):
+    """The line and the decode side. With `pool_hold: handoff_end` a relayed request kept
+    by RLD holds its connection through the handoff, whose length comes from the decode
+    side: solved once with connections released at transfer end, then again with the
+    handoff added to the hold (the handoff does not depend on the pool: one pass)."""
+    wan, wan_time = _wan(setup, rate, service)
+    side = decode_side(setup, rate, wan_time + wan.connection_wait.mean_s(), p_util)
+    if setup.scenario.wan.pool_hold == "handoff_end" and side.handoff is not None:
+        relay = setup.routes.path == rt.RELAY
+        extra = np.where(relay, side.relay.kept_frac * side.handoff.total_s, 0.0)
+        wan, wan_time = _wan(setup, rate, service, extra)
+        side = decode_side(setup, rate, wan_time + wan.connection_wait.mean_s(), p_util)
+    return wan, wan_time, side
 
 
 def _ttft_groups(setup, side, service, p_wait, conn_wait, wan_time) -> list[LatencyGroup]:
@@ -140,11 +162,12 @@ def snapshot(setup: Setup, rate: float) -> Snapshot:
     wan = None
     conn_wait = WaitModel.none()
     if setup.link is not None:
-        wan, wan_time = _wan(setup, rate)
+        wan, wan_time, side = _wan_and_decode(setup, rate, service, p_util)
         conn_wait = wan.connection_wait
         util["wan_line"] = wan.line_utilization_frac
         util["wan_pool"] = wan.pool_utilization_frac
-    side = decode_side(setup, rate, wan_time + conn_wait.mean_s(), p_util)
+    else:
+        side = decode_side(setup, rate, wan_time, p_util)
     if side.relay is not None:
         util["relay_decode"] = side.relay.utilization_frac
     util[DECODE_ROLE[arch]] = side.md.utilization_frac

@@ -123,6 +123,7 @@ from scipy.special import gammaincc, gammaln
 from pdd_plan.errors import SaturatedError
 from pdd_plan.model.hardware import Gpu
 from pdd_plan.model.queueing import WaitModel, ggc_wait, mixture_quantiles_s
+from pdd_plan.model.wan_streaming import streamed_times, stripe_servers
 
 BITS_PER_BYTE = 8.0
 
@@ -193,6 +194,7 @@ class WanLink:
     initial_window_segments: the window TCP restarts from after an idle period (RFC 6928).
     slow_start_after_idle: whether an idle connection restarts in slow start (RFC 5681 s4.1,
         Linux default); False for engines that keep windows open (sysctl set to 0).
+    stripes_per_transfer: connections one transfer is split over (model/wan_streaming.py).
     """
 
     capacity_bits_per_s: float
@@ -202,6 +204,7 @@ class WanLink:
     mtu_bytes: int = DEFAULT_MTU_BYTES
     initial_window_segments: int = DEFAULT_INITIAL_WINDOW_SEGMENTS
     slow_start_after_idle: bool = True
+    stripes_per_transfer: int = 1
 
     def __post_init__(self):
         for name in ("capacity_bits_per_s", "per_connection_bits_per_s"):
@@ -218,6 +221,11 @@ class WanLink:
             value = getattr(self, name)
             if int(value) != value or value < least:
                 raise ValueError(f"{name} must be an integer >= {least}, got {value}")
+        if stripe_servers(self.connection_pool_size, self.stripes_per_transfer) < 1:
+            raise ValueError(
+                f"stripes_per_transfer must be in 1..connection_pool_size "
+                f"({self.connection_pool_size}), got {self.stripes_per_transfer}"
+            )
 
     @property
     def mss_bytes(self) -> int:
@@ -242,7 +250,7 @@ class WanLink:
 class WanResult:
     """The WAN at one arrival rate, for request classes with probability `weights`."""
 
-    transfer_s: np.ndarray  # per class: time on a connection (slow start + body + one RTT)
+    transfer_s: np.ndarray  # per class: after prefill end until the last byte is acknowledged
     weights: np.ndarray  # per class, normalised
     connection_wait: WaitModel  # wait for a free connection, common to all classes
     line_utilization_frac: float  # payload load / line goodput
@@ -251,6 +259,7 @@ class WanResult:
     mean_transfer_s: float
     sharing_slowdown: float  # M/G/R-PS stretch factor f >= 1 of a flow's body
     flow_rate_bits_per_s: float  # a flow's mean rate after slow start: cap / f
+    hold_s: np.ndarray = None  # per class: time each of its connections is held
 
     def mean_latency_s(self) -> float:
         """Mean of wait + transfer over the mixture."""
@@ -331,11 +340,20 @@ def wan_transfer(
     weights: np.ndarray,
     arrival_rate_per_s: float,
     cv2_arrival: float = 1.0,
+    prefill_s=None,
+    num_layers: int = 1,
+    extra_hold_s=None,
 ) -> WanResult:
     """Per-class transfer times, the wait for a connection and the utilisations of the line
     and the pool, for requests arriving at `arrival_rate_per_s` whose class k (probability
-    weights[k]) ships payload_bytes[k] over `link`. Raises SaturatedError when the line or the
-    pool cannot carry the load.
+    weights[k]) ships payload_bytes[k] over `link`, each striped over the link's
+    `stripes_per_transfer` connections. Raises SaturatedError when the line or the pool
+    cannot carry the load.
+
+    prefill_s (per class): stream the KV during a prefill of this service over `num_layers`
+    layers (model/wan_streaming.py); None: the transfer starts when prefill ends.
+    extra_hold_s (per class, mean): connection time after the last acknowledgement (the
+    handoff, with `pool_hold: handoff_end`).
     """
     x, w = normalised_classes(payload_bytes, weights)
     if not (arrival_rate_per_s >= 0 and math.isfinite(arrival_rate_per_s)):
@@ -350,21 +368,32 @@ def wan_transfer(
     cap = link.flow_cap_bits_per_s
     slowdown = float(ps_slowdown(goodput / cap, load / cap))
     rate = cap / slowdown
-    transfer = np.where(bits > 0, send_time_s(bits, rate, link) + link.rtt_s, 0.0)
+    stripe_bits = bits / link.stripes_per_transfer
+    tail = stripe_bits / (max(int(num_layers), 1) * rate)  # the last layer at the flow's rate
+    after, hold = streamed_times(send_time_s(stripe_bits, rate, link), prefill_s, tail, link.rtt_s)
+    sends = bits > 0
+    transfer = np.where(sends, after, 0.0)
+    extra = 0.0 if extra_hold_s is None else np.asarray(extra_hold_s, float)
+    hold = np.where(sends, hold + extra, 0.0)
     mean_t = float(w @ transfer) if x.size else 0.0
-    cv2_service = float(w @ (transfer / mean_t) ** 2) - 1.0 if mean_t > 0 else 0.0
+    mean_hold = float(w @ hold) if x.size else 0.0
+    cv2_service = float(w @ (hold / mean_hold) ** 2) - 1.0 if mean_hold > 0 else 0.0
     pool = link.connection_pool_size
-    wait = ggc_wait(arrival_rate_per_s, mean_t, pool, cv2_arrival, max(cv2_service, 0.0), POOL_WHAT)
-    transfer.setflags(write=False)
-    w.setflags(write=False)
+    servers = stripe_servers(pool, link.stripes_per_transfer)
+    wait = ggc_wait(
+        arrival_rate_per_s, mean_hold, servers, cv2_arrival, max(cv2_service, 0.0), POOL_WHAT
+    )
+    for a in (transfer, hold, w):
+        a.setflags(write=False)
     return WanResult(
         transfer_s=transfer,
         weights=w,
         connection_wait=wait,
         line_utilization_frac=load / goodput,
-        pool_utilization_frac=arrival_rate_per_s * mean_t / pool,
+        pool_utilization_frac=arrival_rate_per_s * link.stripes_per_transfer * mean_hold / pool,
         mean_load_bits_per_s=load,
         mean_transfer_s=mean_t,
         sharing_slowdown=slowdown,
         flow_rate_bits_per_s=rate,
+        hold_s=hold,
     )

@@ -53,6 +53,11 @@ class Wan:
     connection_pool_size: int
     max_lines: int
     link_rtt_s: dict[tuple[str, str], float] = field(default_factory=dict)
+    # how the transfer engine uses the line (model/wan_streaming.py); streaming off by
+    # default: the paper does not say its engine streamed over the WAN (README)
+    stream_during_prefill: bool = False
+    stripes_per_transfer: int = 1
+    pool_hold: str = "transfer_end"  # or "handoff_end" (wan_streaming.POOL_HOLDS)
 
     def rtt_between(self, a: str, b: str) -> float:
         return self.link_rtt_s.get((a, b), self.link_rtt_s.get((b, a), self.rtt_s))

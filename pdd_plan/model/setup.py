@@ -224,6 +224,7 @@ def prepare(
             rtt_s=scenario.wan.rtt_between(prefill.group.datacenter, decode.group.datacenter),
             per_connection_bits_per_s=scenario.wan.per_connection_bits_per_s,
             connection_pool_size=scenario.wan.connection_pool_size,
+            stripes_per_transfer=scenario.wan.stripes_per_transfer,
         )
     cost = deployment_cost_usd_per_hour(scenario, deployment, gpus, lines)
     return Setup(scenario, deployment, model, classes, routes, prefill, decode, relay, link, cost)

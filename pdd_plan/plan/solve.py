@@ -124,6 +124,7 @@ def _wan_needs(scenario, model, classes, routes, rate, cap) -> tuple[float, np.n
         scenario.wan.rtt_s,
         scenario.wan.per_connection_bits_per_s,
         scenario.wan.connection_pool_size,
+        stripes_per_transfer=scenario.wan.stripes_per_transfer,
     )
     crossing = routes.wan_payload_bytes > 0
     try:

@@ -64,7 +64,9 @@ def _utilization(run: SimRun, window, measured: np.ndarray) -> dict[str, float]:
         bits = tr.wan_payload_bytes[measured] * BITS_PER_BYTE
         util["wan_line"] = bits.sum() / span / setup.link.goodput_bits_per_s
         crossing = tr.wan_payload_bytes > 0
-        held = busy_overlap_s(tr.wan.connect_s[crossing], tr.wan.done_s[crossing], window)
+        # a striped transfer holds its stripes' connections over about the same span
+        held = busy_overlap_s(tr.wan.connect_s[crossing], tr.wan.release_s[crossing], window)
+        held *= setup.link.stripes_per_transfer
         util["wan_pool"] = held / (setup.link.connection_pool_size * span)
     req = tr.requests
     context = float(np.average(req.input_tokens + req.output_tokens / 2, weights=req.output_tokens))
@@ -108,7 +110,10 @@ def measure(run: SimRun) -> Measured:
         ready = tr.prefill.end_s[crossing]
         latency = tr.wan.done_s[crossing] - ready
         transfer = {q: stats.percentile(latency, QUANTILES[q]) for q in ("p50", "p99")}
-        wait = stats.mean(tr.wan.connect_s[crossing] - ready)
+        # streamed KV asks for its connection at prefill start (model/wan_streaming.py)
+        streamed = run.setup.scenario.wan.stream_during_prefill
+        asked = tr.prefill.start_s if streamed else tr.prefill.end_s
+        wait = stats.mean(tr.wan.connect_s[crossing] - asked[crossing])
         mean_bits = float(tr.wan_payload_bytes[measured].sum() * BITS_PER_BYTE) / (
             window[1] - window[0]
         )
