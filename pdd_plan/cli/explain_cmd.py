@@ -17,7 +17,9 @@ MAX_EXAMPLES = 3  # pruned candidates named per reason in the table
 def explain(
     scenario: str = typer.Argument(None, help="a scenario file or shipped name (default: default)"),
     architecture: str = typer.Option(
-        "pdd", "--architecture", help="pdd, cdc_pd, idc_pd or colocated"
+        None,
+        "--architecture",
+        help="pdd, cdc_pd, idc_pd or colocated (default: the one `solve` recommends)",
     ),
     time_limit: float = time_limit_option(),
     engine_profile: str | None = typer.Option(
@@ -31,12 +33,39 @@ def explain(
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.api import explain_scenario
 
+    choice = None
+    if architecture is None:  # the plan `solve` would give, not a fixed architecture
+        architecture, choice = recommended(scenario, time_limit)
     check_architecture(architecture)
     result = explain_scenario(scenario, architecture, time_limit_s=time_limit)
+    if choice is not None:
+        result["architecture_choice"] = choice
     if format is Format.json:
         print_json(result)
         return
     print_explanation(result)
+
+
+def recommended(scenario, time_limit: float) -> tuple[str, dict | None]:
+    """The architecture `solve` chooses and its `architecture_choice`; where none has a
+    plan, the scenario's first (explain then names its shortfall)."""
+    from pdd_plan.api import solve_scenario
+
+    result, _ = solve_scenario(scenario, None, time_limit_s=time_limit)
+    choice = result.get("architecture_choice") or {}
+    if result.get("plan"):
+        return result["plan"]["architecture"], choice
+    first = (choice.get("candidates") or [{"architecture": "pdd"}])[0]["architecture"]
+    return first, None
+
+
+def _headroom(c: dict) -> str:
+    """What is left below a limit: a binding limit reads "0 (binding)". A capacity the
+    MILP's linear estimate puts past its cap (negative slack) binds too: the verified plan
+    carries it (`evaluate`), so no minus sign suggests a violation."""
+    if c["binding"] or c["slack"] <= 0:
+        return "0 (binding)"
+    return _amount(c["slack"], c["unit"])
 
 
 def _amount(value, unit: str) -> str:
@@ -61,6 +90,12 @@ def print_explanation(result: dict) -> None:
     obj = result["objective"]
     if "engine_profile" in result:
         console.print(profile_line(result["engine_profile"]), markup=False)
+    if result.get("architecture_choice"):
+        console.print(
+            f"explaining {result['architecture']}, the architecture `solve` recommends "
+            "(`--architecture` explains another)",
+            markup=False,
+        )
     console.print(
         f"[bold]{safe(result['scenario'])}[/]: {result['architecture']} plan, objective "
         f"{obj['kind']} ({obj['metric']} {_objective(obj['value'], obj['metric'])}); sized "
@@ -69,12 +104,12 @@ def print_explanation(result: dict) -> None:
     table(
         f"Limits of the MILP at the plan (capacities at utilisation cap "
         f"{result['milp']['utilization_cap_frac']:.2f})",
-        ["constraint", "family", "slack", "binds"],
+        ["constraint", "family", "headroom", "binds"],
         [
             [
                 c["constraint"],
                 c["family"],
-                _amount(c["slack"], c["unit"]),
+                _headroom(c),
                 Text("yes", style="bold") if c["binding"] else "no",
             ]
             for c in result["constraints"]
@@ -98,6 +133,9 @@ def print_explanation(result: dict) -> None:
         ["relaxation", "before", "after", "change", "plan changes"],
         rows,
     )
+    response = result.get("cache_response")
+    if response:
+        console.print(f"Decode-side cache: {response['sentence']}", markup=False)
     roles = result["roles"]
     table(
         f"Utilisation of the verified plan (binding: {roles['binding_role']})",

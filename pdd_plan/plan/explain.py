@@ -30,6 +30,7 @@ from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan import elastic as el
 from pdd_plan.plan import solve as sv
+from pdd_plan.plan.cache_response import cache_response
 from pdd_plan.plan.formulate import formulate
 
 BIND_REL_TOL = 1e-6  # a slack below this share of the constraint's size binds
@@ -105,6 +106,10 @@ def explain(
             "binding": [c["constraint"] for c in limits if c["binding"]],
             "relaxations": relaxations(scenario, result, limits, run),
             "pruned_candidates": pruned_candidates(result, at.candidates),
+            # what the plan trades for a smaller decode-side cache (cache_response.py)
+            "cache_response": cache_response(
+                scenario, result, lambda s: sv.solve(s, *run), gpus, tiers
+            ),
             "roles": {
                 "utilization_frac": dict(m.role_utilization_frac),
                 "binding_role": m.binding_role,
