@@ -11,6 +11,7 @@ from pdd_plan.loaders.distributions import distribution
 from pdd_plan.loaders.engine_profile import scenario_profile
 from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.scenario_lists import offer, refuse_repeats, wan_links
+from pdd_plan.loaders.scenario_cache import decode_cache_options
 from pdd_plan.loaders.scenario_model import scenario_model
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
@@ -232,7 +233,7 @@ def _objective(node: Node, default_demand: float | None) -> sc.Objective:
     )
 
 
-def _policy(node: Node) -> sc.Policy:
+def _policy(node: Node, catalog: Catalog) -> sc.Policy:
     f = (
         node.mapping(
             optional=(
@@ -241,6 +242,7 @@ def _policy(node: Node) -> sc.Policy:
                 "short_output_cutoff",
                 "utilization_cap_frac",
                 "decode_cache_capacity_tokens",
+                "decode_cache",
             )
         )
         if (not node.is_missing)
@@ -254,6 +256,7 @@ def _policy(node: Node) -> sc.Policy:
             "short_output_cutoff",
             "utilization_cap_frac",
             "decode_cache_capacity_tokens",
+            "decode_cache",
         )
     }
     threshold = None
@@ -278,6 +281,9 @@ def _policy(node: Node) -> sc.Policy:
         ),
         decode_cache_capacity_tokens=f["decode_cache_capacity_tokens"].number(
             minimum=0, maximum=1e15
+        ),
+        decode_cache=decode_cache_options(
+            f["decode_cache"], f["decode_cache_capacity_tokens"], catalog
         ),
     )
 
@@ -409,7 +415,7 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
         workload=workload,
         sla=_sla(f["sla"]),
         objective=_objective(f["objective"], workload.arrival_rate_per_s if workload else None),
-        policy=_policy(f["policy"]),
+        policy=_policy(f["policy"], catalog),
         costs=_costs(f["costs"]),
         engine=scenario_profile(_engine(f["engine"]), f["engine"], path),
         architectures=_architectures(f["architectures"], datacenters, datacenters_ok),

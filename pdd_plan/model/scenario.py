@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pdd_plan.model.cache_tier import CacheOptions
 from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
 from pdd_plan.model.workload import Distribution
 
@@ -100,6 +101,8 @@ class Policy:
     short_output_cutoff: ShortOutputCutoff
     utilization_cap_frac: float
     decode_cache_capacity_tokens: float | None  # None = unlimited (MD hit rate = P's)
+    # the decode-side cache as a decision (tiers x TB per MD instance); None: not bought
+    decode_cache: CacheOptions | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import numpy as np
 
 from pdd_plan.errors import InputError
 from pdd_plan.model import routing as rt
+from pdd_plan.model.cache_tier import MAIN_DECODE
 from pdd_plan.model.deployment import Deployment, InstanceGroup
 from pdd_plan.model.hardware import Gpu
 from pdd_plan.model.llm import ModelSpec
@@ -106,11 +107,11 @@ class CostItem:
     """One hourly charge of a deployment: what `cost_usd_per_hour` sums, and what the bill
     of materials lists, so the two cannot disagree."""
 
-    kind: str  # gpu_rental | power | spare_gpus | line_lease
+    kind: str  # gpu_rental | power | spare_gpus | line_lease | decode_cache
     datacenter: str
     role: str  # the instance role; "" for spare GPUs and lines
-    item: str  # GPU id or line tier id
-    units: int  # GPUs or lines
+    item: str  # GPU id, line tier id or cache tier id
+    units: float  # GPUs or lines (whole), or TB of cache
     unit_usd_per_hour: float
     usd_per_hour: float
 
@@ -162,7 +163,24 @@ def cost_items(scenario: Scenario, deployment: Deployment, gpus, lines) -> list[
         hourly = line_price_usd_per_month(scenario, lines, lease.tier) / HOURS_PER_MONTH
         items.append(CostItem("line_lease", "", "", lease.tier, lease.count, hourly,
                               lease.count * hourly))  # fmt: skip
-    return items
+    return items + decode_cache_items(deployment)
+
+
+def decode_cache_items(deployment: Deployment) -> list[CostItem]:
+    """The decode-side cache tier: TB per main-decode instance x instances, at the plan's
+    price per TB-month (units: TB; none when no tier is bought)."""
+    buy = deployment.decode_cache
+    if buy is None or buy.tb_per_instance <= 0:
+        return []
+    per_tb_hour = buy.price_usd_per_tb_month / HOURS_PER_MONTH
+    return [
+        CostItem("decode_cache", g.datacenter, g.role, buy.tier, g.count * buy.tb_per_instance,
+                 per_tb_hour, g.count * buy.usd_per_instance_hour)
+        for g in deployment.instances
+        if g.role == MAIN_DECODE and g.count > 0
+    ]  # fmt: skip
+
+
 
 
 def _offer(scenario: Scenario, datacenter: str, gpu_id: str):
