@@ -181,8 +181,6 @@ def decode_cache_items(deployment: Deployment) -> list[CostItem]:
     ]  # fmt: skip
 
 
-
-
 def _offer(scenario: Scenario, datacenter: str, gpu_id: str):
     return next(o for o in scenario.datacenter(datacenter).gpus if o.gpu == gpu_id)
 
