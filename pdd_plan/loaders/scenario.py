@@ -7,12 +7,13 @@ from pathlib import Path
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog, data_dir
-from pdd_plan.loaders.distributions import distribution
+from pdd_plan.loaders.distributions import bins_carry_all, distribution, joint_lengths
 from pdd_plan.loaders.engine_profile import scenario_profile
 from pdd_plan.loaders.input_files import path_exists
-from pdd_plan.loaders.scenario_lists import offer, refuse_repeats, wan_links
 from pdd_plan.loaders.scenario_cache import decode_cache_options
+from pdd_plan.loaders.scenario_lists import offer, refuse_repeats, wan_links
 from pdd_plan.loaders.scenario_model import scenario_model
+from pdd_plan.loaders.scenario_routing import prefix_reuse, short_output_cutoff
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
@@ -149,9 +150,13 @@ def _wan_engine(f, pool: int | None) -> dict:
 
 
 def _workload(node: Node) -> sc.Workload | None:
+    # a length every hit-rate bin carries itself (joint bins) may be left out here
+    raw_hits = node.value.get("prefix_hit_rate") if isinstance(node.value, dict) else None
+    own = tuple(k for k in ("input_tokens", "output_tokens") if bins_carry_all(raw_hits, k))
+    lengths = tuple(k for k in ("input_tokens", "output_tokens") if k not in own)
     f = node.mapping(
-        required=("arrival_rate_per_s", "input_tokens", "output_tokens", "prefix_hit_rate"),
-        optional=("burstiness_cv2", "prefix_hit_rate_alternatives"),
+        required=("arrival_rate_per_s", *lengths, "prefix_hit_rate"),
+        optional=("burstiness_cv2", "prefix_hit_rate_alternatives", "prefix_reuse", *own),
     )
     if f is None:
         return None
@@ -159,13 +164,19 @@ def _workload(node: Node) -> sc.Workload | None:
         required=True, minimum=sc.MIN_ARRIVAL_RATE_PER_S, maximum=1e7, unit="req/s"
     )
     cv2 = f["burstiness_cv2"].number(default=1.0, minimum=0, maximum=1e3)
-    inputs = distribution(f["input_tokens"], 1, MAX_TOKENS, integer=True)
-    outputs = distribution(f["output_tokens"], 1, MAX_TOKENS, integer=True)
+    for k in own:
+        if not f[k].is_missing:  # it would be read by no bin
+            f[k].fail(f"no workload {k}: every prefix_hit_rate bin has its own")
+    inputs, outputs = (
+        None if k in own else distribution(f[k], 1, MAX_TOKENS, integer=True)
+        for k in ("input_tokens", "output_tokens")
+    )
     if outputs is not None and outputs.discretise(1000)[0].max() < 2:
         # one output token is the prefill's own: no decode step, no TPOT to plan for
         f["output_tokens"].fail("output lengths that reach 2 tokens (1 token has no TPOT)")
         outputs = None
-    hits = distribution(f["prefix_hit_rate"], 0.0, 1.0)
+    hits = distribution(f["prefix_hit_rate"], 0.0, 1.0, lengths=(1, MAX_TOKENS))
+    hits, inputs, outputs = joint_lengths(hits, inputs, outputs)
     alternatives = {}
     alt = f["prefix_hit_rate_alternatives"]
     if not alt.is_missing:
@@ -174,9 +185,10 @@ def _workload(node: Node) -> sc.Workload | None:
             parsed = distribution(child, 0.0, 1.0)
             if parsed is not None:
                 alternatives[name] = parsed
+    reuse = prefix_reuse(f["prefix_reuse"])
     if None in (rate, inputs, outputs, hits):
         return None
-    return sc.Workload(rate, cv2, inputs, outputs, hits, alternatives)
+    return sc.Workload(rate, cv2, inputs, outputs, hits, alternatives, prefix_reuse=reuse)
 
 
 def _sla(node: Node) -> sc.Sla | None:
@@ -262,16 +274,7 @@ def _policy(node: Node, catalog: Catalog) -> sc.Policy:
     threshold = None
     if f["rld_hit_threshold"].value != "auto":
         threshold = f["rld_hit_threshold"].fraction()
-    cutoff = sc.ShortOutputCutoff()
-    c = f["short_output_cutoff"]
-    if not c.is_missing and c.value is not None:
-        g = c.mapping(optional=("enabled", "max_output_tokens", "min_input_tokens"))
-        if g:
-            cutoff = sc.ShortOutputCutoff(
-                g["enabled"].boolean(default=False),
-                g["max_output_tokens"].integer(default=500, minimum=1, maximum=MAX_TOKENS),
-                g["min_input_tokens"].integer(default=32768, minimum=1, maximum=MAX_TOKENS),
-            )
+    cutoff = short_output_cutoff(f["short_output_cutoff"])
     return sc.Policy(
         rld_hit_threshold=threshold,
         handoff=f["handoff"].choice(sc.HANDOFF_MODES, default="auto"),
@@ -324,6 +327,8 @@ def _engine(node: Node) -> sc.Engine:
             "handoff_fixed_ms",
             "handoff_fixed_source",
             "reserve_max_output",
+            "prefill_batching",
+            "prefill_token_budget_per_gpu",
         )  # fmt: skip
     )
     if f is None:
@@ -343,7 +348,18 @@ def _engine(node: Node) -> sc.Engine:
         handoff_fixed_s=None if fixed_ms is None else fixed_ms / 1e3,
         handoff_fixed_source=f["handoff_fixed_source"].string(default=""),
         reserve_max_output=bool(f["reserve_max_output"].boolean(default=False)),
+        prefill_token_budget_per_gpu=_prefill_budget(f),
     )
+
+
+def _prefill_budget(f) -> int | None:
+    """Tokens per prefill step and GPU (model/prefill_batch.py); None: batching off."""
+    budget = f["prefill_token_budget_per_gpu"].integer(
+        default=sc.PREFILL_TOKEN_BUDGET_PER_GPU,
+        minimum=1,
+        maximum=sc.MAX_PREFILL_TOKEN_BUDGET_PER_GPU,
+    )
+    return budget if f["prefill_batching"].boolean(default=True) else None
 
 
 def _architectures(

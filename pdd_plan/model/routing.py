@@ -24,10 +24,9 @@ from pdd_plan.model.workload import RequestClasses
 
 DIRECT, RELAY, LOCAL = 0, 1, 2
 
-# How long a conversation's prefix must stay in MD's radix cache to be hit again
-# (one agent turn to the next). With a finite cache, the share of prefixes still held is
-# capacity / (arrival rate x mean prompt x this interval). An assumption: see README.
-CACHE_REUSE_INTERVAL_S = 300.0
+# The decode step the cut-off's default threshold is set at when the scenario has no TPOT
+# limit: 50 ms, the published SLA's P90 TPOT (pdd-system.md, the paper scenario).
+DEFAULT_CUTOFF_STEP_S = 0.050
 
 
 @dataclass(frozen=True)
@@ -38,16 +37,6 @@ class Routes:
     md_hit_rate: np.ndarray
     wan_payload_bytes: np.ndarray  # bytes a class ships to MD (0 for LOCAL)
     rdma_payload_bytes: np.ndarray  # bytes P ships inside datacenter A (to RLD or D)
-
-
-def md_cache_factor(
-    capacity_tokens: float | None, arrival_rate_per_s: float, mean_input_tokens: float
-) -> float:
-    """Share of P's prefix hits that MD's decode-side cache also holds."""
-    if capacity_tokens is None:
-        return 1.0
-    needed = arrival_rate_per_s * mean_input_tokens * CACHE_REUSE_INTERVAL_S
-    return float(min(1.0, capacity_tokens / needed)) if needed > 0 else 1.0
 
 
 def kv_payload_bytes(model: ModelSpec, kv_dtype: str, new_tokens, total_tokens) -> np.ndarray:
@@ -64,6 +53,43 @@ def kv_payload_bytes(model: ModelSpec, kv_dtype: str, new_tokens, total_tokens) 
     )
 
 
+def default_cutoff_bytes_per_output_token(per_connection_bits_per_s: float, step_s: float):
+    """The cut-off's default threshold: shipping a request's uncached input is pure waste
+    when the transfer, on one connection, lasts longer than decoding its whole output on
+    RLD: bytes / per-connection rate >= output x step, i.e. bytes per output token >=
+    per-connection bytes/s x step."""
+    return per_connection_bits_per_s / 8.0 * step_s
+
+
+def resolved_cutoff(scenario) -> ShortOutputCutoff:
+    """The scenario's cut-off with its threshold filled in: the default derived from the
+    line's per-connection rate and the decode step RLD is sized to stay within (the
+    tightest TPOT limit: RLD's batch grows until its step reaches it)."""
+    c = scenario.policy.short_output_cutoff
+    if c.min_uncached_bytes_per_output_token is not None:
+        return c
+    step = min(scenario.sla.tpot_s.values(), default=DEFAULT_CUTOFF_STEP_S)
+    threshold = default_cutoff_bytes_per_output_token(scenario.wan.per_connection_bits_per_s, step)
+    return ShortOutputCutoff(c.enabled, threshold)
+
+
+def cutoff_mask(architecture, classes, policy, cutoff, model, kv_dtype) -> np.ndarray:
+    """The short-output cut-off (pdd-system.md §5): PDD requests whose uncached input
+    (P's side: what P computed) is large per output token finish beside prefill."""
+    n = len(classes)
+    if architecture != "pdd" or not (policy.short_output_cutoff and cutoff.enabled):
+        return np.zeros(n, bool)
+    if cutoff.min_uncached_bytes_per_output_token is None:
+        raise ValueError("the cut-off's threshold is unresolved (routing.resolved_cutoff)")
+    p_side_bytes = kv_payload_bytes(model, kv_dtype, classes.uncached_tokens, classes.input_tokens)
+    return p_side_bytes / classes.output_tokens >= cutoff.min_uncached_bytes_per_output_token
+
+
+def md_missing_tokens(input_tokens, md_hit_rate) -> np.ndarray:
+    """Prompt tokens MD lacks (at least the last one, which P computed)."""
+    return np.maximum(input_tokens - np.floor(md_hit_rate * input_tokens), 1.0)
+
+
 def route(
     architecture: str,
     classes: RequestClasses,
@@ -71,23 +97,31 @@ def route(
     cutoff: ShortOutputCutoff,
     model: ModelSpec,
     kv_dtype: str,
-    md_cache: float = 1.0,
+    md_cache=1.0,
+    threshold_input_tokens: float | None = None,
 ) -> Routes:
+    """`md_cache`: per class (or one for all), the share of P's hit MD holds: 1 or 0 for
+    resident or not (decode_cache.split_resident), 1 everywhere with an unlimited cache.
+
+    PDD relays a request when the bytes MD lacks exceed what a request of
+    `threshold_input_tokens` (default: the classes' mean input) at the threshold hit rate
+    would ship: the decision reads what must cross to MD, and with MD's cache unlimited
+    and a fixed input it is the old rule, P's hit < threshold."""
     n = len(classes)
     path = np.full(n, DIRECT)
+    md_hit = classes.hit_rate * np.asarray(md_cache, float)
+    md_missing = md_missing_tokens(classes.input_tokens, md_hit)
+    wan = kv_payload_bytes(model, kv_dtype, md_missing, classes.input_tokens)
     if architecture in ("idc_pd", "colocated"):
         path[:] = LOCAL
     elif architecture == "pdd":
-        path[classes.hit_rate < policy.rld_hit_threshold] = RELAY
-        if policy.short_output_cutoff and cutoff.enabled:
-            short = (classes.output_tokens <= cutoff.max_output_tokens) & (
-                classes.input_tokens >= cutoff.min_input_tokens
-            )
-            path[short] = LOCAL
-    md_hit = classes.hit_rate * md_cache
-    md_missing = np.maximum(classes.input_tokens - np.floor(md_hit * classes.input_tokens), 1.0)
-    wan = kv_payload_bytes(model, kv_dtype, md_missing, classes.input_tokens)
-    wan = np.where(path == LOCAL, 0.0, wan) if architecture != "pdd" else wan
+        m = classes.mean(classes.input_tokens)
+        m = float(m if threshold_input_tokens is None else threshold_input_tokens)
+        at_threshold = md_missing_tokens(m, policy.rld_hit_threshold)
+        threshold_bytes = kv_payload_bytes(model, kv_dtype, at_threshold, m)
+        path[wan > threshold_bytes] = RELAY
+        path[cutoff_mask(architecture, classes, policy, cutoff, model, kv_dtype)] = LOCAL
+    wan = np.where(path == LOCAL, 0.0, wan)  # a cut-off request ships nothing to MD
     rdma = np.where(
         path == DIRECT,
         0.0,

@@ -65,6 +65,16 @@ class Wan:
 
 
 @dataclass(frozen=True)
+class PrefixReuse:
+    """A measured LRU curve of MD's decode-side cache (model/decode_cache.py): the share
+    of requests whose prefix is resident at each capacity, at one arrival rate."""
+
+    capacity_tokens: tuple[float, ...]  # ascending, > 0
+    resident_frac: tuple[float, ...]  # non-decreasing, in [0, 1]
+    at_arrival_rate_per_s: float
+
+
+@dataclass(frozen=True)
 class Workload:
     arrival_rate_per_s: float
     burstiness_cv2: float
@@ -72,6 +82,7 @@ class Workload:
     output_tokens: Distribution
     prefix_hit_rate: Distribution
     hit_rate_alternatives: dict[str, Distribution] = field(default_factory=dict)
+    prefix_reuse: PrefixReuse | None = None  # MD cache's LRU curve (model/decode_cache.py)
 
 
 @dataclass(frozen=True)
@@ -89,9 +100,12 @@ class Objective:
 
 @dataclass(frozen=True)
 class ShortOutputCutoff:
+    """PDD finishes beside prefill, shipping nothing to MD, a request whose P-side uncached
+    input bytes per output token reach the threshold (routing.cutoff_mask); None: the
+    default derived from the line and the TPOT limit (routing.resolved_cutoff)."""
+
     enabled: bool = False
-    max_output_tokens: int = 500
-    min_input_tokens: int = 32768
+    min_uncached_bytes_per_output_token: float | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +130,15 @@ class Costs:
     charge_whole_nodes: bool = False  # charge the idle GPUs of a partly used rented node
 
 
+# Default token budget of one prefill step, per GPU of the instance: DeepSeek's and SGLang's
+# expert-parallel prefill servers run 16,384 tokens per GPU per forward pass (the figure
+# model/roofline.py `prefill_time_s` and sim/steps.py's chunk cite). Per GPU, not per
+# instance: each GPU's weight read is amortised over the tokens that GPU computes, so a
+# per-GPU budget keeps a step's arithmetic intensity the same at any instance size.
+PREFILL_TOKEN_BUDGET_PER_GPU = 16_384
+MAX_PREFILL_TOKEN_BUDGET_PER_GPU = 10_000_000  # beyond any context window
+
+
 @dataclass(frozen=True)
 class Engine:
     """What the serving engine's own layout changes (None: computed from the model).
@@ -127,6 +150,8 @@ class Engine:
     identity (the plain roofline) unless the scenario or --engine-profile names one.
     `reserve_max_output`: the engine reserves KV blocks for the workload's maximum output
     on admission (else for the request's own output).
+    `prefill_token_budget_per_gpu`: the prefill step's token budget (vLLM
+    `max_num_batched_tokens`, SGLang `chunked_prefill_size`) per GPU of the instance.
     """
 
     decode_kv_bytes_per_token: float | None = None
@@ -137,6 +162,9 @@ class Engine:
     handoff_fixed_source: str = ""
     reserve_max_output: bool = False  # admission reserves KV for the maximum output
     profile: EngineProfile = IDENTITY
+    # tokens one prefill step carries per GPU of the instance (model/prefill_batch.py);
+    # None: one request per step, unchunked (prefill batching off)
+    prefill_token_budget_per_gpu: int | None = PREFILL_TOKEN_BUDGET_PER_GPU
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import numpy as np
 from pdd_plan.errors import InputError
 from pdd_plan.model import routing as rt
 from pdd_plan.model.cache_tier import MAIN_DECODE
+from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import Deployment, InstanceGroup
 from pdd_plan.model.hardware import Gpu
 from pdd_plan.model.llm import ModelSpec
@@ -204,20 +205,9 @@ def prepare(
         w.input_tokens, w.output_tokens, hit_rate or w.prefix_hit_rate, resolution
     )
     arch = deployment.architecture
-    cache = rt.md_cache_factor(
-        scenario.policy.decode_cache_capacity_tokens,
-        w.arrival_rate_per_s,
-        classes.mean(classes.input_tokens),
-    )
-    routes = rt.route(
-        arch,
-        classes,
-        deployment.policy,
-        scenario.policy.short_output_cutoff,
-        model,
-        scenario.kv_dtype,
-        cache,
-    )
+    # each class split by MD residency (decode_cache.py), at the scenario's arrival rate
+    classes, routes = routed(scenario, arch, deployment.policy, classes, model,
+                             deployment=deployment)  # fmt: skip
     prefill = _pool(deployment, PREFILL_ROLE[arch], model, gpus, scenario)
     context = float(
         np.dot(

@@ -60,7 +60,8 @@ def wan_bits_per_request(plans, spaces_policies) -> float:
     per_policy = []
     for policy in spaces_policies:
         per_dist = [
-            bd.wan_bits_per_request(plans.arch, c, plans._routes(policy, c)) for c in plans.classes
+            bd.wan_bits_per_request(plans.arch, *plans._classes_routes(policy, c))
+            for c in plans.classes
         ]
         per_policy.append(max(per_dist))
     return min(per_policy, default=0.0)

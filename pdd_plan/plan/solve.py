@@ -47,6 +47,8 @@ import numpy as np
 
 from pdd_plan.errors import InfeasibleError, SaturatedError
 from pdd_plan.model import routing as rt
+from pdd_plan.model.cache_tier import MAIN_DECODE, buy_options
+from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import (
     ARCHITECTURE_ROLES,
     Deployment,
@@ -101,15 +103,29 @@ class SolveResult:
 def _policies(scenario: Scenario, arch: str) -> list[RoutingPolicy]:
     base = cd.default_policy(scenario)
     if arch != "pdd":
-        return [base]
+        return _with_caches(scenario, arch, [base])
     p = scenario.policy
     thresholds = THRESHOLDS if p.rld_hit_threshold is None else (p.rld_hit_threshold,)
     handoffs = ("catch_up", "one_shot") if p.handoff == "auto" else (p.handoff,)
-    return [
-        dataclasses.replace(base, rld_hit_threshold=t, handoff=h)
-        for t in thresholds
-        for h in handoffs
-    ]
+    return _with_caches(
+        scenario,
+        arch,
+        [
+            dataclasses.replace(base, rld_hit_threshold=t, handoff=h)
+            for t in thresholds
+            for h in handoffs
+        ],
+    )
+
+
+def _with_caches(scenario: Scenario, arch: str, policies: list) -> list[RoutingPolicy]:
+    """Each policy with each decode-side cache option the scenario offers (a decision like
+    the line tiers: `policy.decode_cache`), for the architectures with a main decode."""
+    options = scenario.policy.decode_cache
+    if options is None or arch not in ("pdd", "cdc_pd"):
+        return policies
+    buys = buy_options(options)
+    return [dataclasses.replace(p, decode_cache=b) for p in policies for b in buys]
 
 
 def _wan_needs(scenario, model, classes, routes, rate, cap) -> tuple[float, np.ndarray]:
@@ -215,14 +231,15 @@ def _milp_inputs(sized, model, catalog_gpus, arch, policy, all_classes, offered,
     WAN the most bytes of any."""
     inputs = []
     for classes in all_classes:
-        routes = rt.route(
-            arch, classes, policy, sized.policy.short_output_cutoff, model, sized.kv_dtype
-        )
+        # split by MD residency, as `prepare` does (this call once ignored MD's cache)
+        classes, routes = routed(sized, arch, policy, classes, model)
         bits, wan_times = _wan_needs(sized, model, classes, routes, offered, cap)
         demands = cd.role_demands(
             arch, classes, routes, _rld_tokens(sized, classes, routes, wan_times)
         )
-        cands = cd.candidates(sized, model, catalog_gpus, arch, classes, demands)
+        cands = _with_cache_price(
+            cd.candidates(sized, model, catalog_gpus, arch, classes, demands), policy
+        )
         inputs.append((bits, demands, cands))
     if len(inputs) == 1:
         return inputs[0]
@@ -241,6 +258,20 @@ def _milp_inputs(sized, model, catalog_gpus, arch, policy, all_classes, offered,
             first = dataclasses.replace(first, capacity_rps=min(per_unit))
         merged.append(dataclasses.replace(first, pruned=pruned))
     return bits, demands, merged
+
+
+def _with_cache_price(cands: list, policy: RoutingPolicy) -> list:
+    """Main-decode candidates at their price with the policy's cache tier (as space.py)."""
+    buy = policy.decode_cache
+    if buy is None or buy.tb_per_instance <= 0:
+        return cands
+    extra = buy.usd_per_instance_hour
+    return [
+        dataclasses.replace(c, price_usd_per_hour=c.price_usd_per_hour + extra)
+        if c.role == MAIN_DECODE
+        else c
+        for c in cands
+    ]
 
 
 def _size_for_policy(
@@ -284,17 +315,19 @@ def _milp_estimate(scenario, arch, tiers, policy, milp) -> float:
     return -cost if kind == "min_cost" else rate / cost if kind == "max_bcr" and cost else rate
 
 
-def _milp_runner(scenario, model, gpus, tiers, arch, all_classes, time_limit_s):
+def _milp_runner(scenario, model, gpus, tiers, arch, all_classes, time_limit_s, plans=None):
     """policy, cap -> (candidates, usable, roles without one, form, status); the handoff
     mode changes nothing the MILP sees, so policies that differ only in it share one."""
     memo = {}
     offered = scenario.workload.arrival_rate_per_s
 
     def milp(policy, cap):
-        key = (policy.rld_hit_threshold, policy.short_output_cutoff, cap)
+        key = (policy.rld_hit_threshold, policy.short_output_cutoff, policy.decode_cache, cap)
         if key not in memo:
+            # the scenario as the search's space reads the policy (its cache's capacity)
+            base = plans.scenario_for(policy) if plans is not None else scenario
             sized = dataclasses.replace(
-                scenario, policy=dataclasses.replace(scenario.policy, utilization_cap_frac=cap)
+                base, policy=dataclasses.replace(base.policy, utilization_cap_frac=cap)
             )
             bits, demands, cands = _milp_inputs(
                 sized, model, gpus, arch, policy, all_classes, offered, cap
@@ -358,7 +391,9 @@ def solve(
     all_classes = [
         request_classes(w.input_tokens, w.output_tokens, d, coarse) for d in search.dists
     ]
-    milp = _milp_runner(scenario, model, gpus, tiers, architecture, all_classes, time_limit_s)
+    milp = _milp_runner(
+        scenario, model, gpus, tiers, architecture, all_classes, time_limit_s, search.plans
+    )
     attempts: list[Attempt] = []
     forms, all_candidates = {}, []
 

@@ -10,9 +10,16 @@ more capacity than a cheaper one (with monotonicity in the line capacity, never 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from pdd_plan.model import routing as rt
+from pdd_plan.model.cache_tier import (
+    MAIN_DECODE,
+    NO_TIER,
+    CacheBuy,
+    capacity_tokens,
+    kv_bytes_per_token,
+)
+from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, InstanceGroup, LineLease
 from pdd_plan.model.network import WanLink
 from pdd_plan.model.roofline import Instance
@@ -63,20 +70,49 @@ class Spaces:
         self.roles = ARCHITECTURE_ROLES[arch]
         self._instances: dict = {}
         self._bounds: dict = {}
+        self._cache_scenarios: dict = {}  # policy -> scenario at its cache's capacity
+        self._bare_spaces: dict = {}  # policy without a cache tier -> its Space
         self._max_gpus = {
             (dc.id, o.gpu): o.max_gpus for dc in scenario.datacenters for o in dc.gpus
         }
 
+    def _classes_routes(self, policy, c):
+        """The classes split by MD residency and their routes (decode_cache.routed)."""
+        return routed(self.scenario_for(policy), self.arch, policy, c, self.model)
+
+    def scenario_for(self, policy):
+        """The scenario as the policy's routes read it: where the policy buys a cache tier,
+        its capacity fixed at the fewest main-decode instances any plan of the policy has
+        (their least count with no cache tier). A plan with more instances holds more
+        cache and ships fewer bytes than the space assumed: its line bounds are then
+        conservative (a plan could be skipped that more MD cache would let a smaller line
+        carry), while `evaluate` reads the plan's own capacity."""
+        buy = policy.decode_cache
+        if buy is None:
+            return self.scenario
+        if policy not in self._cache_scenarios:
+            capacity = 0.0
+            if buy.tb_per_instance > 0:
+                fewest = self._fewest_main_decode(
+                    replace(policy, decode_cache=CacheBuy(NO_TIER, 0.0))
+                )
+                per_token = kv_bytes_per_token(self.scenario, self.model)
+                capacity = capacity_tokens(buy, fewest, per_token)
+            s = self.scenario
+            fixed = replace(s.policy, decode_cache_capacity_tokens=capacity)
+            self._cache_scenarios[policy] = replace(s, policy=fixed)
+        return self._cache_scenarios[policy]
+
+    def _fewest_main_decode(self, bare_policy) -> int:
+        """The least main-decode count of any candidate under the policy without a tier."""
+        if bare_policy not in self._bare_spaces:
+            self._bare_spaces[bare_policy] = self.space(bare_policy)
+        at = self.roles.index(MAIN_DECODE)
+        return max(1, min((ch.min_count for ch in self._bare_spaces[bare_policy].choices[at]),
+                          default=1))  # fmt: skip
+
     def _routes(self, policy, c):
-        s = self.scenario
-        cache = rt.md_cache_factor(
-            s.policy.decode_cache_capacity_tokens,
-            s.workload.arrival_rate_per_s,
-            c.mean(c.input_tokens),
-        )
-        return rt.route(
-            self.arch, c, policy, s.policy.short_output_cutoff, self.model, s.kv_dtype, cache
-        )
+        return self._classes_routes(policy, c)[1]
 
     def _instance(self, gpu: str, n: int) -> Instance:
         key = (gpu, n)
@@ -88,14 +124,14 @@ class Spaces:
             )  # fmt: skip
         return self._instances[key]
 
-    def _role_bound(self, role, inst, policy, dist: int, routes) -> bd.RoleBound:
+    def _role_bound(self, role, inst, policy, dist: int, c, routes) -> bd.RoleBound:
         """bounds.role_bound, once per candidate and distribution (and, for decode roles
         whose bound reads the routes, per hit threshold)."""
         key = (role, inst.gpu.id, inst.gpus, dist)
         if role in ("main_decode", "decode"):
-            key += (policy.rld_hit_threshold, policy.short_output_cutoff)
-        if key not in self._bounds:
-            c = self.classes[dist]
+            key += (policy.rld_hit_threshold, policy.short_output_cutoff,
+                    self.scenario_for(policy).policy.decode_cache_capacity_tokens)  # fmt: skip
+        if key not in self._bounds:  # `c`: distribution `dist`'s classes, split as `routes`
             self._bounds[key] = bd.role_bound(self.arch, role, inst, c, routes, self.scenario)
         return self._bounds[key]
 
@@ -121,7 +157,7 @@ class Spaces:
 
     def space(self, policy) -> Space:
         s, rate = self.scenario, self.floor_rps
-        per_dist = [(c, self._routes(policy, c)) for c in self.classes]
+        per_dist = [self._classes_routes(policy, c) for c in self.classes]
         choices, pruned, bounds = [], {}, {}
         for role in self.roles:
             mine = []
@@ -136,8 +172,8 @@ class Spaces:
                         pruned[key] = "the weights do not fit in HBM"
                         continue
                     found = [
-                        self._role_bound(role, inst, policy, i, r)
-                        for i, (_, r) in enumerate(per_dist)
+                        self._role_bound(role, inst, policy, i, c, r)
+                        for i, (c, r) in enumerate(per_dist)
                     ]
                     need = [b.min_count(rate) for b in found]
                     most, limit = self._most_instances(dc, offer, n)
@@ -146,7 +182,7 @@ class Spaces:
                     elif max(need) > most:
                         pruned[key] = f"needs at least {max(need)} instances, {most} {limit}"
                     else:
-                        price = n * self.per_gpu_hour(offer)
+                        price = n * self.per_gpu_hour(offer) + _cache_usd_per_hour(role, policy)
                         ch = Choice(role, dc.id, gpu.id, n, price, max(need), most)
                         mine.append(ch)
                         bounds[ch] = tuple(found)
@@ -270,6 +306,13 @@ def _pareto(items):
             out.append((counts, (cap, cost)))
             cheapest = cost
     return out
+
+
+def _cache_usd_per_hour(role: str, policy) -> float:
+    """The cache tier a policy buys rides on each main-decode instance's price, so the
+    walk in cost order and `cost_items` count it alike."""
+    buy = policy.decode_cache
+    return buy.usd_per_instance_hour if buy is not None and role == MAIN_DECODE else 0.0
 
 
 def _hopeless(role: str) -> str:

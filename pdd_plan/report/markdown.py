@@ -177,11 +177,18 @@ def _plan(s: Scenario, data: dict) -> list[str]:
     out += [""]
     if plan["architecture"] == "pdd":
         out += [
-            f"Routing policy: requests with a prefix-hit rate at or above "
-            f"{p['rld_hit_threshold']:g} go P -> MD over the line; the others go P -> RLD (RDMA) "
+            f"Routing policy: a request whose KV missing on MD (MD's decode-side cache, not "
+            f"P's) is at most what a mean-length prompt at a {p['rld_hit_threshold']:g} hit "
+            f"rate would ship goes P -> MD over the line; the others go P -> RLD (RDMA) "
             f"and P -> MD (WAN) at once, RLD decoding until MD holds the KV, then a "
             f"`{p['handoff']}` handoff; short-output cut-off "
-            f"{'on' if p['short_output_cutoff'] else 'off'}.",
+            + (
+                "on (a request whose uncached input per output token takes longer to ship on "
+                "one connection than its whole output takes to decode finishes on RLD and "
+                "ships nothing; its conversation's next turn misses on MD)."
+                if p["short_output_cutoff"]
+                else "off."
+            ),
         ]
     else:
         out += [f"Architecture {ARCH_NAMES.get(plan['architecture'], plan['architecture'])}."]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.errors import InputError
+from pdd_plan.model import decode_cache as dc
 from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_admission import (
     count_cap,
@@ -97,24 +98,32 @@ class SimRun:
     segments: dict  # role -> list of per-instance segment arrays (k0, t0, d_first, d, batch)
 
 
-def _routes(setup: Setup, req: Requests, rate: float) -> rt.Routes:
-    """The routing decision and KV bytes of `routing.route`, request by request."""
-    s = setup.scenario
-    per_request = RequestClasses(
-        req.input_tokens, req.output_tokens, req.hit_rate, np.full(len(req), 1.0 / len(req))
-    )
-    cache = rt.md_cache_factor(
-        s.policy.decode_cache_capacity_tokens, rate, s.workload.input_tokens.mean()
-    )
-    return rt.route(
-        setup.deployment.architecture,
-        per_request,
-        setup.deployment.policy,
-        s.policy.short_output_cutoff,
-        setup.model,
-        s.kv_dtype,
-        cache,
-    )
+# the residency draws' own random stream (beside the requests' seed), so drawing them
+# leaves every other draw of a run unchanged
+RESIDENCY_STREAM = 17
+
+
+def _routes(setup: Setup, req: Requests, rate: float, seed: int = 0) -> rt.Routes:
+    """The routing decision and KV bytes of `routing.route`, request by request. Each
+    request's prefix is on MD or not, drawn from the LRU curve's resident share at this
+    run's rate (`decode_cache.resident_frac`); a conversation whose previous turn was cut
+    off is not, drawn with the share of this run's requests the cut-off takes."""
+    s, d = setup.scenario, setup.deployment
+    n = len(req)
+    per_request = RequestClasses(req.input_tokens, req.output_tokens, req.hit_rate,
+                                 np.full(n, 1.0 / n))  # fmt: skip
+    cutoff = rt.resolved_cutoff(s)
+    resident = np.ones(n)
+    if d.architecture in ("pdd", "cdc_pd"):
+        p = dc.resident_frac(dc.decode_cache_capacity_tokens(s, d, setup.model), rate,
+                             s.workload.input_tokens.mean(), s.workload.prefix_reuse)  # fmt: skip
+        cut = rt.cutoff_mask(d.architecture, per_request, d.policy, cutoff, setup.model, s.kv_dtype)
+        if p < 1.0 or cut.any():
+            rng = np.random.default_rng([seed, RESIDENCY_STREAM])
+            previous_cut = rng.random(n) < cut.mean()
+            resident = ((rng.random(n) < p) & ~previous_cut).astype(float)
+    return rt.route(d.architecture, per_request, d.policy, cutoff, setup.model, s.kv_dtype,
+                    resident, threshold_input_tokens=s.workload.input_tokens.mean())  # fmt: skip
 
 
 def _cap(pool: RolePool, context: float) -> int:
@@ -189,7 +198,9 @@ def simulate(setup: Setup, config: SimConfig, progress=None) -> SimRun:
     if progress:
         progress(UPSTREAM_STAGE, 0, 1)
     req = draw_requests(setup.scenario.workload, rate, config.requests, rng, config.hit_rate)
-    path, prefill, service, rdma_done, payload, wan = _upstream(setup, req, rate)
+    hold = _handoff_hold_s(setup, req, rate, config.seed)
+    path, prefill, service, rdma_done, payload, wan = _upstream(setup, req, rate, hold,
+                                                                config.seed)  # fmt: skip
     if progress:
         progress(UPSTREAM_STAGE, 1, 1)
     wan_done = wan.done_s if wan is not None else np.full(len(req), np.nan)
@@ -201,12 +212,31 @@ def simulate(setup: Setup, config: SimConfig, progress=None) -> SimRun:
                     engine, local_pools, main_pool)  # fmt: skip
 
 
-def _upstream(setup: Setup, req: Requests, rate: float):
+def _handoff_hold_s(setup: Setup, req: Requests, rate: float, seed: int = 0):
+    """`pool_hold: handoff_end`: each request's connection time after its transfer, from a
+    first run with connections released at transfer end (a relayed request kept by RLD
+    holds until MD emits its first token; others 0). The second run's handoffs, moved by
+    the longer connection waits, are not fed back (one pass, as in the closed form).
+    None when connections release at transfer end."""
+    if setup.scenario.wan.pool_hold != "handoff_end" or setup.deployment.architecture != "pdd":
+        return None
+    path, prefill, _, rdma_done, _, wan = _upstream(setup, req, rate, seed=seed)
+    engine, _, main_pool = _engine(setup, req, prefill, wan.done_s)
+    _feed_and_run(engine, path, None, np.where(path == rt.DIRECT, wan.done_s, rdma_done),
+                  wan.done_s, req)  # fmt: skip
+    main_first, _, _, main_tokens, _, _ = _stage_times(engine, MAIN_STAGE, [main_pool], len(req))
+    handed = (path == rt.RELAY) & ~engine.overflowed & (main_tokens > 0)
+    return np.where(handed, main_first - wan.done_s, 0.0)
+
+
+def _upstream(setup: Setup, req: Requests, rate: float, extra_hold_s=None, seed: int = 0):
     """Routing, prefill, RDMA and the WAN over all requests: (path, prefill, service
     times, RDMA done, WAN payload bytes, WAN run or None). The routing's other columns
-    and the intermediates are freed on return (memory per request)."""
-    arch = setup.deployment.architecture
-    routes = _routes(setup, req, rate)
+    and the intermediates are freed on return (memory per request). KV streamed during
+    prefill (`wan.stream_during_prefill`) is ready at prefill start and may not finish
+    before prefill end + its last layer at one connection's rate; `extra_hold_s`: per
+    request, connection time after the transfer (`pool_hold: handoff_end`)."""
+    routes = _routes(setup, req, rate, seed)
     path = routes.path
     service = PrefillTimes(setup.prefill.instance, float(req.input_tokens.max())).service_s(
         req.uncached_tokens, req.cached_tokens
@@ -215,10 +245,15 @@ def _upstream(setup: Setup, req: Requests, rate: float):
     rdma_done = _rdma_done(setup, routes.rdma_payload_bytes, service, prefill, path)
     if setup.link is None:
         return path, prefill, service, rdma_done, np.zeros(len(req)), None
-    payload = routes.wan_payload_bytes
-    if arch != "pdd":
-        payload = np.where(path == rt.LOCAL, 0.0, payload)
-    wan = simulate_wan(setup.link, prefill.end_s, payload * BITS_PER_BYTE)
+    payload = routes.wan_payload_bytes  # 0 where a request stays local (PDD's cut-off too)
+    bits = payload * BITS_PER_BYTE
+    ready, not_before = prefill.end_s, None
+    if setup.scenario.wan.stream_during_prefill:
+        link = setup.link
+        last_layer_bits = bits / (link.stripes_per_transfer * setup.model.num_layers)
+        ready = prefill.start_s
+        not_before = prefill.end_s + last_layer_bits / link.flow_cap_bits_per_s
+    wan = simulate_wan(setup.link, ready, bits, not_before, extra_hold_s)
     return path, prefill, service, rdma_done, payload, wan
 
 

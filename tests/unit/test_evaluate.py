@@ -71,8 +71,13 @@ def test_lower_md_cache_means_more_wan_bytes(catalog, paper):
         md_cache=0.5,
     )
     assert np.all(half.wan_payload_bytes >= full.wan_payload_bytes)
-    assert rt.md_cache_factor(None, 80, 65536) == 1.0
-    assert rt.md_cache_factor(1e9, 80, 65536) == pytest.approx(1e9 / (80 * 65536 * 300))
+    # a request whose prefix MD lacks (md_cache 0) ships its whole prompt
+    none = rt.route("cdc_pd", c, rt.RoutingPolicy(), paper.policy.short_output_cutoff, model,
+                    "fp8", md_cache=0.0)  # fmt: skip
+    assert np.all(none.wan_payload_bytes >= half.wan_payload_bytes)
+    assert none.wan_payload_bytes == pytest.approx(
+        rt.kv_payload_bytes(model, "fp8", c.input_tokens, c.input_tokens)
+    )
 
 
 def test_pdd_beats_cdc_pd_on_ttft_tail_and_rld_share_is_small(catalog, paper):

@@ -81,12 +81,16 @@ workload:
   prefix_hit_rate_alternatives:
     narrow: {kind: beta, alpha: 20, beta: 2.2, low: 0.0, high: 1.0}
     flat: {kind: fixed, value: 0.4}
+  prefix_reuse:
+    capacity_tokens: [1.0e6, 4.0e6, 1.6e7]
+    resident_frac: [0.15, 0.48, 0.9]
+    at_arrival_rate_per_s: 10
 sla: {ttft_p90_s: 4, ttft_p99_s: 9.5, tpot_p50_ms: 35, tpot_p99.9_ms: 120}
 objective: {kind: min_cost, demand_rps: 3}
 policy:
   rld_hit_threshold: 0.8
   handoff: one_shot
-  short_output_cutoff: {enabled: true, max_output_tokens: 300, min_input_tokens: 4096}
+  short_output_cutoff: {enabled: true, min_uncached_bytes_per_output_token: 2.0e5}
   utilization_cap_frac: 0.7
   decode_cache_capacity_tokens: 1.0e7
 costs:
