@@ -54,7 +54,7 @@ def compare(
         rows.append(
             [
                 ARCH_NAMES[arch],
-                f"{m['cost_usd_per_hour']:,.0f}",
+                f"{m['cost_usd_per_hour']:,.2f}",
                 f"{m['goodput_rps']:.3g}",
                 f"{m['bcr_rps_per_usd_hour']:.4g}",
                 "-" if ratio is None else f"{ratio:.3f}",

@@ -82,11 +82,13 @@ def _explain_dict(e: dict) -> list[str]:
         "others have slack):",
         "",
     ]
-    if binding:
+    if binding:  # headroom 0: a capacity the MILP's linear estimate puts past its cap
+        # (negative slack) binds as well; the verified plan carries it, so no minus sign
         out += table(
-            ["constraint", "family", "slack"],
+            ["constraint", "family", "headroom"],
             [[f"`{c['constraint']}`", c.get("family", ""),
-              f"{num(c.get('slack'))} {c.get('unit', '')}".strip()] for c in binding],
+              f"{num(max(c.get('slack') or 0.0, 0.0))} {c.get('unit', '')}".strip()]
+             for c in binding],
         )  # fmt: skip
     else:
         out += ["None binds."]
