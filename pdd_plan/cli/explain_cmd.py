@@ -133,6 +133,9 @@ def print_explanation(result: dict) -> None:
         ["relaxation", "before", "after", "change", "plan changes"],
         rows,
     )
+    response = result.get("cache_response")
+    if response:
+        console.print(f"Decode-side cache: {response['sentence']}", markup=False)
     roles = result["roles"]
     table(
         f"Utilisation of the verified plan (binding: {roles['binding_role']})",
