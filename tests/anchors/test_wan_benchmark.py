@@ -45,8 +45,10 @@ import numpy as np
 import pytest
 
 from pdd_plan.errors import SaturatedError
+from pdd_plan.model.handoff import PUBLISHED_RECOMPUTE_HANDOFF_S
 from pdd_plan.model.network import WanLink, wan_transfer
 from pdd_plan.model.network_run import wan_run
+from pdd_plan.sim.wan import simulate_wan
 
 ARRIVAL_RATE_PER_S = 80.0
 PROMPT_TOKENS = 65_536
@@ -263,3 +265,110 @@ def test_finite_run_under_the_line_holds_the_same_pool_in_both_mixes(results, kv
         steady = results[name]
         assert 0.8 < run.latency_p50_s / steady["p50"] <= 1.0
         assert 0.8 < run.pool_utilization_frac / steady["result"].pool_utilization_frac <= 1.0
+
+
+# ------------------------------------------------- holding the connection through the handoff
+
+RELAY_THRESHOLD = 0.95  # requests below it are relayed (issue #12 item 7's setting)
+SIM_RUN_S = 150.0  # 12,000 transfers per mix: each simulated run takes about a second
+
+
+def relayed(hits: np.ndarray) -> np.ndarray:
+    return hits < RELAY_THRESHOLD
+
+
+def handoff_hold_s(hits: np.ndarray, handoff_s: float = PUBLISHED_RECOMPUTE_HANDOFF_S):
+    """`pool_hold: handoff_end`: a relayed request keeps its connection for the handoff
+    (the published recompute handoff, 305.2 ms: MD has the KV -> MD's next token)."""
+    return np.where(relayed(hits), handoff_s, 0.0)
+
+
+@pytest.fixture(scope="module")
+def held(kv_64k_bytes):
+    out = {}
+    for name, (hits, weights) in (("skewed", skewed_mix()), ("narrow", narrow_mix())):
+        payload = (1.0 - hits) * kv_64k_bytes
+        r = wan_transfer(
+            LINK, payload, weights, ARRIVAL_RATE_PER_S, extra_hold_s=handoff_hold_s(hits)
+        )
+        out[name] = r
+    return out
+
+
+@pytest.fixture(scope="module")
+def held_sim(kv_64k_bytes):
+    """Poisson arrivals at 80/s through the simulated pool and line; occupancy over the run
+    after its first 10 %, connections held to their release."""
+    out = {}
+    for name, (hits, weights) in (("skewed", skewed_mix()), ("narrow", narrow_mix())):
+        rng = np.random.default_rng(7)
+        n = int(ARRIVAL_RATE_PER_S * SIM_RUN_S)
+        t = np.cumsum(rng.exponential(1.0 / ARRIVAL_RATE_PER_S, n))
+        k = rng.choice(len(weights), n, p=weights)
+        bits = (1.0 - hits[k]) * kv_64k_bytes * 8
+        run = simulate_wan(LINK, t, bits, extra_hold_s=handoff_hold_s(hits[k]))
+        lo, hi = t[n // 10], t[-1]
+        busy = np.clip(np.minimum(run.release_s, hi) - np.maximum(run.connect_s, lo), 0, None)
+        wait = (run.connect_s - t)[n // 10 :]
+        out[name] = dict(
+            pool=busy.sum() / (LINK.connection_pool_size * (hi - lo)), wait=wait.mean()
+        )
+    return out
+
+
+def test_a_095_threshold_relays_the_whole_narrow_mix_and_a_quarter_of_the_skewed():
+    hits_s, w_s = skewed_mix()
+    hits_n, w_n = narrow_mix()
+    assert w_n[relayed(hits_n)].sum() == pytest.approx(1.0)
+    assert w_s[relayed(hits_s)].sum() == pytest.approx(0.265, abs=0.01)  # issue: ~27 %
+
+
+def test_handoff_hold_adds_by_little(results, held):
+    """Occupancy rises by rate x relayed share x handoff / pool: narrow 80 x 1 x 0.3052 /
+    170 = +14.4 points, skewed 80 x 0.265 x 0.3052 / 170 = +3.8 points."""
+    for name, (hits, w) in (("skewed", skewed_mix()), ("narrow", narrow_mix())):
+        share = w[relayed(hits)].sum()
+        added = ARRIVAL_RATE_PER_S * share * PUBLISHED_RECOMPUTE_HANDOFF_S / 170
+        before = results[name]["result"].pool_utilization_frac
+        assert held[name].pool_utilization_frac - before == pytest.approx(added, rel=1e-9)
+
+
+def test_handoff_hold_opens_a_gap_short_of_the_published_one(held, held_sim):
+    """With the published handoff the narrow mix holds more of the pool than the skewed one
+    (closed form 76.9 % vs 66.4 %; simulated a few points lower), but neither waits: the
+    published 100 % and 1.7 s need a hold 2.6x the measured handoff (next test)."""
+    n, s = held["narrow"], held["skewed"]
+    assert 0.74 < n.pool_utilization_frac < 0.80 and 0.63 < s.pool_utilization_frac < 0.70
+    assert n.connection_wait.mean_s() < 0.01 and s.connection_wait.mean_s() < 0.01
+    sim_n, sim_s = held_sim["narrow"], held_sim["skewed"]
+    assert sim_n["pool"] == pytest.approx(n.pool_utilization_frac, abs=0.05)
+    assert sim_s["pool"] == pytest.approx(s.pool_utilization_frac, abs=0.06)
+    assert sim_n["pool"] > sim_s["pool"] + 0.08
+    assert sim_n["wait"] < 0.05 and sim_s["wait"] < 0.01
+
+
+def test_a_full_narrow_pool_needs_a_hold_of_08_s(results, kv_64k_bytes):
+    """Little: the narrow pool is full when 80 x (E[T] + H) = 170, H = 170 / 80 - E[T] =
+    2.125 - 1.33 = 0.80 s (the issue's "about 0.8 s"), 2.6x the measured 0.305 s handoff;
+    there the stationary pool is saturated."""
+    mean_t = results["narrow"]["result"].mean_transfer_s
+    needed = 170 / ARRIVAL_RATE_PER_S - mean_t
+    assert needed == pytest.approx(0.80, abs=0.01)
+    assert needed / PUBLISHED_RECOMPUTE_HANDOFF_S == pytest.approx(2.6, abs=0.05)
+    hits, w = narrow_mix()
+    with pytest.raises(SaturatedError):
+        wan_transfer(LINK, (1.0 - hits) * kv_64k_bytes, w, ARRIVAL_RATE_PER_S,
+                     extra_hold_s=handoff_hold_s(hits, needed + 0.01))  # fmt: skip
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="holding connections through the published 305 ms handoff (pool_hold: handoff_end, "
+    "threshold 0.95) lifts the narrow pool to 77 % and the skewed to 66 %: a gap, but the "
+    "published 100 % / 1.7 s wait needs a 0.8 s hold; see pdd_plan/model/network.py",
+)
+def test_handoff_hold_reproduces_the_published_pool_gap(held, held_sim):
+    n, s = held["narrow"], held["skewed"]
+    assert n.pool_utilization_frac > 0.95 and n.connection_wait.mean_s() > 0.5
+    assert s.pool_utilization_frac < 0.8 and s.connection_wait.mean_s() < 0.01
+    assert held_sim["narrow"]["pool"] > 0.95 and held_sim["narrow"]["wait"] > 0.5
