@@ -71,6 +71,11 @@ def _instances_table(p: dict) -> None:
             ["tier", "Gbit/s each", "count"],
             [[x["tier"], f"{x['capacity_gbit_per_s']:g}", x["count"]] for x in p["lines"]],
         )
+    cache = p.get("decode_cache")
+    if cache:  # the decode-side cache tier bought per main-decode instance (#12)
+        size = (f"{cache['tb_per_instance']:g} TB of {cache['tier']} per main-decode instance "
+                f"(${cache['price_usd_per_tb_month']:,.2f}/TB-month)")  # fmt: skip
+        console.print("decode-side cache: " + (size if cache["tb_per_instance"] else "none"))
 
 
 def _latency_table(m: dict) -> None:
