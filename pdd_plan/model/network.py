@@ -31,6 +31,11 @@ The WAN (`WanLink`, `wan_transfer`) has three mechanisms, each with a textbook o
    are busy: G/G/K with Allen-Cunneen (`queueing.ggc_wait`), service times the per-class
    transfer times.
 
+How the engine uses the line (model/wan_streaming.py): a transfer may be striped over N
+connections (x / N each, own slow start; N connections held), may stream during prefill
+(from prefill start; what shows after prefill end is max(send - prefill, last layer) + RTT,
+the connection held from prefill start), and may keep its connection through the handoff.
+
 `transfer_s` (per class) = slow start + body at rate c / f + one RTT; the latency of a
 request is its connection wait + transfer_s, and `WanResult.latency_quantiles_s` gives the
 quantiles over the mixture of classes. Saturation of the line (load >= goodput) or of the pool
@@ -66,6 +71,18 @@ E[time on a connection], so the narrow mix would need ~1.6x the connection-secon
   3,000 s, a scratch check made while building this module) gave both mixes the same pool
   occupancy within its noise, the skewed mix waiting more.
 So no stationary model of this kind shows the gap without an unphysical knob.
+
+Hold times that depend on the route, not the size, escape that argument: with a relay
+threshold of 0.95 the whole narrow mix is relayed and 26.5 % of the skewed one, and an
+engine that keeps a relayed request's connection until its handoff completes (`pool_hold:
+handoff_end`) adds rate x relayed share x handoff to the busy connections. With the
+published recompute handoff (305.2 ms, pdd-system.md s5) on the anchor's link this gives
+narrow 76.9 % / skewed 66.4 % of the pool (62.5 % both without it; the simulator, 150 s of
+Poisson arrivals: 73.5 % / 60.9 %), and no waiting (narrow 0.01 ms closed form, 1.7 ms
+simulated). A full narrow pool needs 80 x (1.33 s + H) = 170, H = 0.80 s, 2.6x the measured
+handoff; the stationary pool saturates there, while the simulator at 0.80 s shows 94 % and a
+67 ms mean wait (skewed 68 %, 0.4 ms), still short of 100 % and 1.7 s. So the knob moves the
+pools the published way but, with the published handoff, 10 of the published 37 points.
 
 A finite run (`wan_run`) was the remaining candidate. The published payload ranges fit
 3.5 MB + 0.29 GB x miss (narrow 18-47 MB exactly; skewed 6.4-288 MB for 8-280 MB: the newest

@@ -19,7 +19,10 @@ stationary model of flows sharing a line can show it; pdd_plan/model/network.py'
 says why. Nor does a finite run (`wan_run`, the fluid model of a benchmark run starting empty,
 second strict xfail): with the published payload ranges the load is 105 % of the goodput, the
 narrow mix fills the pool 3.7x sooner than the skewed one (11.5 s vs 42 s, asserted below), but
-both then queue without bound, so the skewed median is seconds, not 0.25 s.
+both then queue without bound, so the skewed median is seconds, not 0.25 s. Nor does holding a
+relayed request's connection through the published 305 ms handoff (`pool_hold: handoff_end`,
+threshold 0.95, third strict xfail): narrow 77 %, skewed 66 %, no waiting; a full narrow pool
+needs a 0.8 s hold.
 
 Payload per request = (1 - hit) x kv_bytes(65,536 tokens, fp8) from the catalog (≈ 0.297 GB).
 
