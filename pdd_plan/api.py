@@ -31,6 +31,7 @@ from pdd_plan.plan.variants import (  # noqa: F401  (re-exported: the API's name
     with_line_prices,
 )
 from pdd_plan.report.arithmetic import role_arithmetic
+from pdd_plan.report.assumption_scope import applicable
 from pdd_plan.report.bom import bom_csv, header_facts
 from pdd_plan.report.bom_items import bill
 from pdd_plan.report.resolved import scenario_json
@@ -379,6 +380,7 @@ def sizing_report_data(
         "compare": compared,
         "sensitivity": {"hit_rate_rule": HIT_RATE_RULE, "cases": cases},
         "explanation": explained,
+        "assumptions": applicable(s, catalog.model_for(s), architecture),
         "bom_header": header_facts(s, catalog, architecture),
         "bom": bill(solved["plan"], s, catalog) if solved.get("plan") else None,
     }

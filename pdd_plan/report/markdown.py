@@ -358,7 +358,7 @@ def render_report(s: Scenario, data: dict) -> str:
         _compare(data),
         explain_section(data),
         sensitivity_section(data),
-        assumptions_section(),
+        assumptions_section(data.get("assumptions")),
         bom_section(data, s.costs.amortization_years),
     )
     lines = head

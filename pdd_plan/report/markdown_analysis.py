@@ -178,10 +178,16 @@ def _plan_key(plan: dict | None):
     )
 
 
-def assumptions_section() -> list[str]:
+def assumptions_section(rows=None) -> list[str]:
+    """The assumptions that apply to the plan (`assumption_scope.applicable`; all when
+    `rows` is None)."""
+    rows = ASSUMPTIONS if rows is None else rows
+    left_out = len(ASSUMPTIONS) - len(rows)
+    note = (f" ({left_out} more, about models or architectures other than this plan's, are in "
+            "the README's assumptions table)" if left_out else "")  # fmt: skip
     return [
-        "Each assumption of the models and the optimiser, with the direction it biases the "
-        "figures above:",
+        "Each assumption of the models and the optimiser that applies to this plan, with the "
+        f"direction it biases the figures above{note}:",
         "",
-        *table(["assumption", "bias"], [list(a) for a in ASSUMPTIONS]),
+        *table(["assumption", "bias"], [list(a) for a in rows]),
     ]

@@ -71,6 +71,69 @@ def test_explain_without_architecture_explains_what_solve_recommends(tmp_path):
     assert "recommends" not in text.stdout  # forced: no claim it was chosen
 
 
+# --- the report's assumption rows -----------------------------------------------------
+
+
+def _starts(rows) -> list[str]:
+    return [a for a, _ in rows]
+
+
+def _has(rows, start: str) -> bool:
+    return any(a.startswith(start) for a in _starts(rows))
+
+
+# the rows about one model family, the line, or the relay and handoff
+MODEL_ROWS = ("DeepSeek-V4 indexer", "DeepSeek-V4 CSA/HCA", "MTP layers",
+              "Linear-attention", "MiniMax-M1")  # fmt: skip
+LINE_ROWS = ("Line prices", "The WAN is in steady state", "The decode-side cache")
+PDD_ROWS = ("Eager RLD tokens", "Relay overflow", "The handoff's fixed engine cost")
+
+
+def test_a_dense_model_planned_in_one_datacenter_gets_no_foreign_assumption(catalog):
+    from pdd_plan.loaders.scenario import load_scenario
+    from pdd_plan.report.assumption_scope import applicable
+    from pdd_plan.report.assumptions import ASSUMPTIONS
+
+    s = load_scenario(TINY, catalog)  # Qwen3-32B: dense GQA, BF16 weights and KV
+    rows = applicable(s, catalog.model_for(s), "idc_pd")
+    for start in (*MODEL_ROWS, *LINE_ROWS, *PDD_ROWS, "KV dtype applies", "Embeddings, LM"):
+        assert not _has(rows, start), start
+    # what holds for every plan stays, in the README's order
+    for start in ("Input length, output length", "One GPU type", "The slot wait"):
+        assert _has(rows, start), start
+    assert rows == [r for r in ASSUMPTIONS if r in rows]
+    # the same model as PDD: the line, relay and handoff rows come back
+    pdd = applicable(s, catalog.model_for(s), "pdd")
+    assert all(_has(pdd, start) for start in (*LINE_ROWS, *PDD_ROWS))
+
+
+def test_deepseek_v4_gets_its_own_rows_and_not_other_families(catalog):
+    from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+    from pdd_plan.report.assumption_scope import applicable
+
+    s = load_scenario(resolve_scenario_path("default"), catalog)  # DeepSeek-V4-Pro, FP8 KV
+    rows = applicable(s, catalog.model_for(s), "pdd")
+    for start in ("DeepSeek-V4 indexer", "DeepSeek-V4 CSA/HCA", "KV dtype applies", *PDD_ROWS):
+        assert _has(rows, start), start
+    assert not _has(rows, "Linear-attention") and not _has(rows, "MiniMax-M1")
+
+
+def test_every_scope_rule_still_finds_its_row():
+    from pdd_plan.report.assumption_scope import RULES
+    from pdd_plan.report.assumptions import ASSUMPTIONS
+
+    for start, _ in RULES:
+        assert sum(a.startswith(start) for a, _ in ASSUMPTIONS) == 1, start
+
+
+def test_the_report_section_says_how_many_rows_are_left_out():
+    from pdd_plan.report.assumptions import ASSUMPTIONS
+    from pdd_plan.report.markdown_analysis import assumptions_section
+
+    text = "\n".join(assumptions_section(list(ASSUMPTIONS[:3])))
+    assert f"{len(ASSUMPTIONS) - 3} more" in text and ASSUMPTIONS[3][0] not in text
+
+
 # --- digits --------------------------------------------------------------------------
 
 
