@@ -76,18 +76,13 @@ def _notes(analysis, workload: dict) -> list[str]:
             "block has no prefix_hit_rate (add one, or use --scenario-out to keep the base's)"
         )
     else:
-        tok = analysis.prefill.token_hit_frac(analysis.input_tokens)
-        req = float(analysis.prefill.hit_frac.mean())
-        notes.append(
-            f"a scenario takes hit rate and prompt length as independent, so its cached share "
-            f"of prompt tokens is the mean per-request hit {req:.3f}; the trace's is {tok:.3f}"
-        )
+        notes += _correlation_notes(analysis, workload)
     for key, values in (
         ("input_tokens", analysis.input_tokens),
         ("output_tokens", analysis.output_tokens),
     ):
-        dist = workload[key]
-        if dist["kind"] == "bins":
+        dist = workload.get(key)  # none when joint: each hit-rate bin has its own
+        if dist is not None and dist["kind"] == "bins":
             bins = [stats.Bin(b["low"], b["high"], b["share"]) for b in dist["bins"]]
             notes.append(
                 f"{key}: trace mean {values.mean():,.0f}, bins mean {stats.bins_mean(bins):,.0f} "
@@ -110,13 +105,49 @@ def _notes(analysis, workload: dict) -> list[str]:
     return notes
 
 
+# |Spearman rho| from which the hit rate and prompt length are called correlated: the
+# conventional "weak" boundary of a rank correlation (Cohen's 0.1/0.3/0.5 scale lies around it)
+MATERIAL_RANK_CORRELATION = 0.2
+
+
+def _correlation_notes(analysis, workload: dict) -> list[str]:
+    from pdd_plan.loaders import trace_stats as stats
+    from pdd_plan.loaders.trace_workload import joint_cached_token_frac
+
+    tok = analysis.prefill.token_hit_frac(analysis.input_tokens)
+    rho = stats.spearman(analysis.prefill.hit_frac, analysis.input_tokens)
+    said = "undefined" if rho is None else f"{rho:.3f}"
+    if "input_tokens" not in workload:  # joint bins written
+        joint = joint_cached_token_frac(workload["prefix_hit_rate"])
+        return [
+            f"hit rate and prompt length written joint (Spearman rho {said}): the scenario's "
+            f"cached share of prompt tokens is {joint:.3f}; the trace's is {tok:.3f}"
+        ]
+    req = float(analysis.prefill.hit_frac.mean())
+    notes = [
+        f"a scenario takes hit rate and prompt length as independent, so its cached share "
+        f"of prompt tokens is the mean per-request hit {req:.3f}; the trace's is {tok:.3f}"
+    ]
+    if rho is not None and abs(rho) >= MATERIAL_RANK_CORRELATION:
+        notes.append(
+            f"hit rate and prompt length are correlated (Spearman rho {rho:.3f}): --joint "
+            "writes each hit-rate bin with its own input lengths"
+        )
+    return notes
+
+
 def _result(analysis, workload: dict, notes: list[str]) -> dict:
     from pdd_plan.loaders import trace_stats as stats
 
     inputs = analysis.input_tokens
     a = analysis.arrivals
-    cache = None
+    cache, correlation = None, None
     if analysis.has_hashes:
+        hit = analysis.prefill.hit_frac
+        correlation = {
+            "spearman_hit_vs_input": stats.spearman(hit, inputs),
+            "by_hit_rate": stats.input_by_hit_band(hit, inputs),
+        }
         cache = {
             "block_tokens": analysis.block_tokens,
             "prefill": analysis.prefill.describe(inputs),
@@ -135,6 +166,8 @@ def _result(analysis, workload: dict, notes: list[str]) -> dict:
         "input_tokens": stats.summary(inputs),
         "output_tokens": stats.summary(analysis.output_tokens),
         "prefix_cache": cache,
+        "hit_rate_vs_input": correlation,
+        "decode_reuse_curve": analysis.reuse and analysis.reuse.block(),
         "workload": workload,
         "notes": notes,
     }
@@ -209,8 +242,39 @@ def _print(result: dict) -> None:
                 )
             ],
         )
+    _print_joint(result)
     for note in result["notes"]:
         console.print(f"note: {note}", highlight=False)
+
+
+def _print_joint(result: dict) -> None:
+    """Mean prompt length per hit-rate band, and MD's LRU curve."""
+    corr = result["hit_rate_vs_input"]
+    if corr is not None:
+        rho = corr["spearman_hit_vs_input"]
+        table(
+            "Prompt length by prefix hit rate (Spearman rho "
+            f"{'undefined' if rho is None else f'{rho:.3f}'})",
+            ["hit rate", "share of requests", "mean input tokens"],
+            [
+                [
+                    f"{r['hit_low']:g}-{r['hit_high']:g}",
+                    r["share"],
+                    f"{r['mean_input_tokens']:,.0f}",
+                ]
+                for r in corr["by_hit_rate"]
+            ],
+        )
+    curve = result["decode_reuse_curve"]
+    if curve is not None:
+        table(
+            "Decode-side LRU curve (workload.prefix_reuse)",
+            ["capacity (tokens)", "resident share of P-side hits"],
+            [
+                [f"{c:,}", f]
+                for c, f in zip(curve["capacity_tokens"], curve["resident_frac"], strict=True)
+            ],
+        )
 
 
 @app.command("analyze")
@@ -232,6 +296,18 @@ def analyze(
         help="decode-side LRU capacity (default: the first --cache-capacity)",
     ),
     dist: str = typer.Option("bins", "--dist", help="bins (quantile edges) or empirical"),
+    joint: bool = typer.Option(
+        False,
+        "--joint",
+        help="write the hit rate's bins each with its own input lengths (hit rate joint with "
+        "prompt length); a note suggests it when |Spearman rho| >= 0.2",
+    ),
+    reuse_curve: bool = typer.Option(
+        True,
+        "--reuse-curve/--no-reuse-curve",
+        help="MD's LRU curve into workload.prefix_reuse (a second pass over the trace and an "
+        "unlimited cache in memory)",
+    ),
     workload_out: str = typer.Option(
         None, "--workload-out", help="write the workload: block as YAML"
     ),
@@ -272,12 +348,13 @@ def analyze(
         block_tokens=block_tokens,
         capacities_blocks=capacities,
         decode_capacity_blocks=decode_blocks,
+        reuse_curve=reuse_curve,
     )
     if plot and not analysis.has_hashes:
         raise InputError.single(
             file, "", "a trace without prefix hashes", "hash_ids to plot hit rate (--plot)"
         )
-    block = workload_block(analysis, dist)
+    block = workload_block(analysis, dist, joint)
     notes = _notes(analysis, block)
     outputs = {}  # everything computed before the first file is written
     if workload_out:

@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from pdd_plan.errors import InputError
+from pdd_plan.loaders import trace_reuse
 from pdd_plan.loaders import trace_stats as stats
 from pdd_plan.loaders.trace_lru import PrefixCache
+from pdd_plan.loaders.trace_reuse import ReuseCurve
 from pdd_plan.loaders.traces import read_trace
 
 MOONCAKE_BLOCK_TOKENS = 512
@@ -62,6 +64,7 @@ class TraceAnalysis:
     unlimited: CacheResult | None
     by_capacity: list[CacheResult] = field(default_factory=list)
     out_of_order: int = 0  # requests earlier than the one before them (replayed in file order)
+    reuse: ReuseCurve | None = None  # MD's LRU curve for `workload.prefix_reuse`
 
 
 def analyze(
@@ -71,6 +74,7 @@ def analyze(
     block_tokens: int = MOONCAKE_BLOCK_TOKENS,
     capacities_blocks: tuple[int | None, ...] = (None,),
     decode_capacity_blocks: int | None = None,
+    reuse_curve: bool = False,
 ) -> TraceAnalysis:
     """Replay the trace through one cache per distinct capacity, in file order.
 
@@ -79,9 +83,13 @@ def analyze(
     every request ends on a main-decode instance) with its own capacity. Memory: the
     caches asked for (an unlimited one holds every distinct block) plus 8 bytes per request
     and cache for the hit rates and 24 per request for arrivals and lengths.
+
+    `reuse_curve`: also MD's LRU curve (trace_reuse.py), from an unlimited cache (added
+    if not asked for) and a second pass over the file at a ladder of capacities.
     """
     fmt, requests = read_trace(path, format_in)
-    wanted = (*capacities_blocks, decode_capacity_blocks)
+    asked = (*capacities_blocks, decode_capacity_blocks)
+    wanted = (*asked, *((None,) if reuse_curve else ()))  # the curve needs the ceiling
     caches = {c: PrefixCache(c) for c in dict.fromkeys(wanted)}
     hits = {c: array("d") for c in caches}
     arrival_s, inputs, outputs = array("d"), array("q"), array("q")
@@ -108,17 +116,29 @@ def analyze(
         c: CacheResult(c, block_tokens, np.frombuffer(h, float)) if has_hashes else None
         for c, h in hits.items()
     }
+    input_tokens = np.frombuffer(inputs, np.int64).astype(float)
+    reuse = None
+    if reuse_curve and has_hashes and len(input_tokens):
+        reuse = trace_reuse.reuse_curve(
+            read_trace(path, fmt)[1],  # the second pass: the ladder needs the working set
+            block_tokens=block_tokens,
+            working_set_blocks=len(caches[None]),
+            mean_input_tokens=float(input_tokens.mean()),
+            unlimited_hit_tokens=round(float(np.dot(results[None].hit_frac, input_tokens))),
+            arrival_rate_per_s=arrival_stats.rate_per_s,
+        )
     return TraceAnalysis(
         path=str(path),
         format=fmt,
         block_tokens=block_tokens,
         arrivals=arrival_stats,
-        input_tokens=np.frombuffer(inputs, np.int64).astype(float),
+        input_tokens=input_tokens,
         output_tokens=np.frombuffer(outputs, np.int64).astype(float),
         has_hashes=has_hashes,
         prefill=results[capacities_blocks[0]],
         decode=results[decode_capacity_blocks],
-        unlimited=results.get(None),
+        unlimited=results.get(None) if None in asked else None,
         by_capacity=[results[c] for c in dict.fromkeys(capacities_blocks)] if has_hashes else [],
         out_of_order=out_of_order,
+        reuse=reuse,
     )

@@ -65,20 +65,79 @@ def _strata(values: np.ndarray) -> list[Bin]:
     ]
 
 
-def quantile_bins(values: np.ndarray) -> list[Bin]:
+def quantile_bins(values: np.ndarray, min_point_count: int = 1) -> list[Bin]:
     """A `bins` distribution of `values`: point masses for frequent single values (e.g. a
-    hit rate of exactly 0), quantile-edged bins for the rest; shares sum to 1."""
+    hit rate of exactly 0), quantile-edged bins for the rest; shares sum to 1. A point mass
+    needs POINT_MASS_SHARE of the values and `min_point_count` of them."""
+    return [b for b, _ in quantile_bins_with_members(values, min_point_count)]
+
+
+def quantile_bins_with_members(
+    values: np.ndarray, min_point_count: int = 1
+) -> list[tuple[Bin, np.ndarray]]:
+    """`quantile_bins` with, for each bin, the mask of the values it holds (a point mass
+    holds its value; a stratum [low, high) the other values in it, the last one closed)."""
     values = np.asarray(values, float)
     unique, counts = np.unique(values, return_counts=True)
-    heavy = unique[counts >= POINT_MASS_SHARE * len(values)]
+    heavy = unique[(counts >= POINT_MASS_SHARE * len(values)) & (counts >= min_point_count)]
+    is_heavy = np.isin(values, heavy)
     bins = [
-        Bin(float(v), float(v), float(c)) for v, c in zip(unique, counts, strict=True) if v in heavy
+        (Bin(float(v), float(v), float(c)), values == v)
+        for v, c in zip(unique, counts, strict=True)
+        if v in heavy
     ]
-    rest = values[~np.isin(values, heavy)]
+    rest = values[~is_heavy]
     if len(rest):
-        bins += _strata(rest)
-    bins.sort(key=lambda b: (b.low, b.high))
-    return [Bin(b.low, b.high, b.share / len(values)) for b in bins]
+        strata = _strata(rest)
+        for i, b in enumerate(strata):
+            upper = values <= b.high if i == len(strata) - 1 else values < b.high
+            bins.append((b, ~is_heavy & (values >= b.low) & upper))
+    bins.sort(key=lambda bm: (bm[0].low, bm[0].high))
+    return [(Bin(b.low, b.high, b.share / len(values)), m) for b, m in bins]
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, tied values sharing the mean of their ranks."""
+    values = np.asarray(values, float)
+    order = np.argsort(values, kind="stable")
+    unique, first, counts = np.unique(values[order], return_index=True, return_counts=True)
+    mean_rank = first + (counts + 1) / 2  # ranks first+1 .. first+count
+    ranks = np.empty(len(values))
+    ranks[order] = np.repeat(mean_rank, counts)
+    return ranks
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Spearman's rank correlation (the Pearson correlation of average ranks); None when
+    either variable is constant (no ranking to correlate)."""
+    rx, ry = average_ranks(x), average_ranks(y)
+    dx, dy = rx - rx.mean(), ry - ry.mean()
+    norm = float(np.sqrt(np.dot(dx, dx) * np.dot(dy, dy)))
+    return float(np.dot(dx, dy) / norm) if norm > 0 else None
+
+
+# hit-rate bands of the correlation table: misses, partial hits, and the high-hit end
+# where PDD's relay decision and the bathtub's low-cost side lie
+HIT_BANDS = (0.0, 0.25, 0.5, 0.75, 0.9, 1.0)
+
+
+def input_by_hit_band(hit_frac: np.ndarray, input_tokens: np.ndarray) -> list[dict]:
+    """Share of requests and mean input length per hit-rate band [low, high), the last
+    closed; empty bands left out."""
+    rows = []
+    for i, (low, high) in enumerate(zip(HIT_BANDS[:-1], HIT_BANDS[1:], strict=True)):
+        upper = hit_frac <= high if i == len(HIT_BANDS) - 2 else hit_frac < high
+        mask = (hit_frac >= low) & upper
+        if mask.any():
+            rows.append(
+                {
+                    "hit_low": low,
+                    "hit_high": high,
+                    "share": float(mask.mean()),
+                    "mean_input_tokens": float(input_tokens[mask].mean()),
+                }
+            )
+    return rows
 
 
 def bins_mean(bins: list[Bin]) -> float:

@@ -13,11 +13,19 @@ from pdd_plan.loaders import trace_stats as stats
 from pdd_plan.loaders.scenario import MAX_TOKENS, load_scenario, resolve_scenario_path
 from pdd_plan.loaders.strict import load_yaml
 from pdd_plan.loaders.trace_analyze import TraceAnalysis
+from pdd_plan.model.workload import MAX_EXACT_BINS
 
 DIST_KINDS = ("bins", "empirical")
 
 
-def _distribution(values: np.ndarray, kind: str, low: float, high: float, integer: bool) -> dict:
+# in a joint hit-rate bin's own lengths (a few dozen requests), 2 % is one request: a point
+# mass there needs this many requests of one length, else every length would be its own bin
+JOINT_MIN_POINT_COUNT = 10
+
+
+def _distribution(
+    values: np.ndarray, kind: str, low: float, high: float, integer: bool, min_point: int = 1
+) -> dict:
     """Values clipped into what the scenario loader accepts (lengths >= 1, hit in [0, 1])."""
     values = np.clip(values, low, high)
 
@@ -35,14 +43,41 @@ def _distribution(values: np.ndarray, kind: str, low: float, high: float, intege
         "kind": "bins",
         "bins": [
             {"low": num(b.low), "high": num(b.high), "share": round(b.share, 6)}
-            for b in stats.quantile_bins(values)
+            for b in stats.quantile_bins(values, min_point)
         ],
     }
 
 
-def workload_block(analysis: TraceAnalysis, kind: str = "bins") -> dict:
+def joint_hit_rate(analysis: TraceAnalysis, kind: str = "bins") -> dict | None:
+    """The P-side hit rate as `bins` whose every bin carries the input lengths of the
+    requests in it (hit rate joint with prompt length); None without hashes, or when
+    the hit rate needs more bins than a joint `bins` may have."""
+    if analysis.prefill is None:
+        return None
+    members = stats.quantile_bins_with_members(analysis.prefill.hit_frac)
+    if len(members) > MAX_EXACT_BINS:
+        return None
+    bins = []
+    for b, mask in members:
+        inputs = analysis.input_tokens[mask]
+        bins.append(
+            {
+                "low": round(b.low, 4),
+                "high": round(b.high, 4),
+                "share": round(b.share, 6),
+                "input_tokens": _distribution(
+                    inputs, kind, 1, MAX_TOKENS, True, JOINT_MIN_POINT_COUNT
+                ),
+            }
+        )
+    return {"kind": "bins", "bins": bins}
+
+
+def workload_block(analysis: TraceAnalysis, kind: str = "bins", joint: bool = False) -> dict:
     """The scenario `workload` mapping. Without prefix hashes it has no `prefix_hit_rate`:
-    the hit rate is unknown and is not made up."""
+    the hit rate is unknown and is not made up. `joint`: the hit rate's bins carry their
+    own input lengths (and the block no workload-level input_tokens), where possible.
+    With the decode-side curve, `prefix_reuse` (trace_reuse.py)."""
     a = analysis.arrivals
     block = {
         "arrival_rate_per_s": float(f"{a.rate_per_s:.6g}"),  # never rounded to 0
@@ -50,9 +85,32 @@ def workload_block(analysis: TraceAnalysis, kind: str = "bins") -> dict:
         "input_tokens": _distribution(analysis.input_tokens, kind, 1, MAX_TOKENS, True),
         "output_tokens": _distribution(analysis.output_tokens, kind, 1, MAX_TOKENS, True),
     }
-    if analysis.prefill is not None:
+    joint_hits = joint_hit_rate(analysis, kind) if joint else None
+    if joint_hits is not None:
+        del block["input_tokens"]  # every hit-rate bin has its own
+        block["prefix_hit_rate"] = joint_hits
+    elif analysis.prefill is not None:
         block["prefix_hit_rate"] = _distribution(analysis.prefill.hit_frac, kind, 0.0, 1.0, False)
+    if analysis.reuse is not None:
+        block["prefix_reuse"] = analysis.reuse.block()
     return block
+
+
+def joint_cached_token_frac(hit_rate: dict) -> float:
+    """The cached share of prompt tokens a joint hit-rate `bins` gives a scenario:
+    sum(share x mid-hit x mean input) / sum(share x mean input)."""
+    num = den = 0.0
+    for b in hit_rate["bins"]:
+        mean_in = _block_mean(b["input_tokens"])
+        num += b["share"] * (b["low"] + b["high"]) / 2 * mean_in
+        den += b["share"] * mean_in
+    return num / den
+
+
+def _block_mean(dist: dict) -> float:
+    if dist["kind"] == "empirical":
+        return float(np.dot(dist["values"], dist["weights"]) / sum(dist["weights"]))
+    return stats.bins_mean([stats.Bin(b["low"], b["high"], b["share"]) for b in dist["bins"]])
 
 
 def workload_yaml(analysis: TraceAnalysis, block: dict) -> str:
@@ -72,6 +130,13 @@ def workload_yaml(analysis: TraceAnalysis, block: dict) -> str:
         where = "an unlimited" if cap is None else f"a {cap:,}-token"
         lines.append(
             f"# prefix_hit_rate: LRU replay of {analysis.block_tokens}-token blocks, {where} cache"
+        )
+        if "input_tokens" not in block:
+            lines.append("# input_tokens: per hit-rate bin (hit rate joint with prompt length)")
+    if "prefix_reuse" in block:
+        lines.append(
+            "# prefix_reuse: token hits an LRU of each capacity keeps / those an unlimited "
+            "cache keeps (MD's cache)"
         )
     dumped = yaml.safe_dump(
         {"workload": block}, sort_keys=False, default_flow_style=None, width=100

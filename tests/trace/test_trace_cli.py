@@ -51,12 +51,23 @@ def test_the_workload_block_loads_into_a_scenario(run_main, tmp_path):
     assert w.prefix_hit_rate.kind == "bins" and 0 < w.prefix_hit_rate.mean() < 1
 
 
-def test_a_scenario_built_from_the_trace_solves(run_main, run_cli, tmp_path):
+@pytest.mark.parametrize(
+    "extra",
+    [(), ("--joint", "--decode-cache-capacity", "200k")],
+    ids=["independent", "joint-with-finite-md-cache"],
+)
+def test_a_scenario_built_from_the_trace_solves(run_main, run_cli, tmp_path, extra):
+    """Also with the hit rate joint with prompt length and MD's LRU curve read at a finite
+    decode-side capacity (#12 items 2 and 7)."""
     conversation_trace(tmp_path / "conv.jsonl")
     result = run_main(
-        "trace", "analyze", "conv.jsonl", "--scenario-out", "conv.yaml", "--base", "default"
-    )
+        "trace", "analyze", "conv.jsonl", "--scenario-out", "conv.yaml", "--base", "default",
+        *extra,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
+    workload = yaml.safe_load((tmp_path / "conv.yaml").read_text())["workload"]
+    assert "prefix_reuse" in workload
+    assert ("input_tokens" in workload) == (not extra)
     solved = run_cli("solve", "conv.yaml", "--format", "json")
     assert solved.returncode == 0, solved.stderr
     plan = json.loads(solved.stdout)
