@@ -210,3 +210,18 @@ def test_the_resolved_scenario_keeps_the_cache_options(tmp_path):
     # the sizes come back sorted, at the catalog's price: the same options
     assert again.policy.decode_cache == s.policy.decode_cache
     assert again.policy.decode_cache.tb_per_instance == (0.0, 1.0, 2.0)
+
+
+def test_a_cache_tier_without_a_known_source_is_refused(tmp_path):
+    import shutil
+
+    from pdd_plan.errors import InputError
+
+    root = tmp_path / "catalog"
+    shutil.copytree(Catalog().root, root)
+    text = (root / "cache_tiers.yaml").read_text()
+    (root / "cache_tiers.yaml").write_text(text.replace("aws_ebs_gp3_pricing", "aws_ebs_gp9"))
+    with pytest.raises(InputError) as err:
+        _ = Catalog(root).cache_tiers
+    assert "tiers[1].price_usd_per_tb_month.source" in str(err.value)
+    assert "aws_ebs_gp3_pricing" in str(err.value)  # did you mean

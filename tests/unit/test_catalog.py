@@ -43,7 +43,10 @@ def numeric_leaves_outside_sourced(data, path=""):
     return []
 
 
-SOURCED_FILES = sorted((ROOT / "gpus").glob("*.yaml")) + [ROOT / "lines.yaml"]
+SOURCED_FILES = sorted((ROOT / "gpus").glob("*.yaml")) + [
+    ROOT / "lines.yaml",
+    ROOT / "cache_tiers.yaml",
+]
 
 
 @pytest.mark.parametrize("path", SOURCED_FILES, ids=lambda p: p.stem)
