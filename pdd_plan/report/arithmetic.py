@@ -9,7 +9,6 @@ from pdd_plan.model import evaluate as ev
 from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.evaluate import DECODE_ROLE, PREFILL_ROLE, Setup
-from pdd_plan.model.queueing import WaitModel
 
 
 def _pool_fields(pool) -> dict:
@@ -54,12 +53,10 @@ def role_arithmetic(setup: Setup, rate: float) -> list[dict] | None:
     context = c.input_tokens + c.output_tokens / 2
     try:
         service, p_wait, p_util = ev._prefill(setup, rate)
-        wan_time = np.zeros(len(c))
-        conn_wait = WaitModel.none()
-        if setup.link is not None:
-            wan, wan_time = ev._wan(setup, rate)
-            conn_wait = wan.connection_wait
-        side = decode_side(setup, rate, wan_time + conn_wait.mean_s(), p_util)
+        if setup.link is not None:  # the line, then decode (twice with pool_hold handoff_end)
+            _, _, side = ev._wan_and_decode(setup, rate, service, p_util)
+        else:
+            side = decode_side(setup, rate, np.zeros(len(c)), p_util)
         md, md_tokens, md_weights = side.md, side.md_tokens, side.md_weights
         relay_entry = None
         if side.relay is not None:
