@@ -16,7 +16,11 @@ requests whose prefix is still resident is the LRU curve at MD's capacity:
   p = Phi((ln(C / (r E[input])) - ln(median)) / sigma).
 
 The closed form splits each request class into a resident and a non-resident subclass
-(`split_resident`, `routed`); the simulator draws residency per request with the same p.
+(`split_md_view`, `routed`); the simulator draws residency per request with the same p.
+
+The short-output cut-off's consistency cost: a cut-off turn never reaches MD, so the next
+turn of its conversation, if its prefix is otherwise resident, lacks on MD what the cut-off
+turn added (its uncached prompt and its output) besides its own new tokens.
 """
 
 from __future__ import annotations
@@ -89,46 +93,67 @@ def resident_frac(
 def split_resident(classes: RequestClasses, p: float) -> tuple[RequestClasses, np.ndarray]:
     """Each class as a resident (weight x p, MD residency 1) and a non-resident (weight x
     (1 - p), residency 0) subclass; unsplit where every request is one or the other."""
-    n = len(classes)
-    if p >= 1.0:
-        return classes, np.ones(n)
-    if p <= 0.0:
-        return classes, np.zeros(n)
-    c = classes
-    both = RequestClasses(
-        np.concatenate([c.input_tokens, c.input_tokens]),
-        np.concatenate([c.output_tokens, c.output_tokens]),
-        np.concatenate([c.hit_rate, c.hit_rate]),
-        np.concatenate([c.weight * p, c.weight * (1.0 - p)]),
+    both, resident, _ = split_md_view(classes, p)
+    return both, resident
+
+
+def split_md_view(classes: RequestClasses, p: float, after_cut_frac: float = 0.0,
+                  extra_tokens: float = 0.0):  # fmt: skip
+    """(classes, MD residency, extra tokens MD lacks) per subclass: resident after an
+    ordinary turn (weight w p (1 - s)), resident after a cut-off turn (w p s: MD also lacks
+    that turn's `extra_tokens`), non-resident (w (1 - p)). Parts of zero weight dropped."""
+    parts = [(p * (1.0 - after_cut_frac), 1.0, 0.0), (p * after_cut_frac, 1.0, extra_tokens),
+             (1.0 - p, 0.0, 0.0)]  # fmt: skip
+    parts = [part for part in parts if part[0] > 0.0]
+    n, c = len(classes), classes
+    if len(parts) == 1:
+        _, resident, extra = parts[0]
+        return classes, np.full(n, resident), np.full(n, extra)
+    split = RequestClasses(
+        np.concatenate([c.input_tokens] * len(parts)),
+        np.concatenate([c.output_tokens] * len(parts)),
+        np.concatenate([c.hit_rate] * len(parts)),
+        np.concatenate([c.weight * share for share, _, _ in parts]),
     )
-    return both, np.concatenate([np.ones(n), np.zeros(n)])
+    resident = np.concatenate([np.full(n, r) for _, r, _ in parts])
+    return split, resident, np.concatenate([np.full(n, e) for _, _, e in parts])
+
+
+def cutoff_turns(scenario, arch: str, policy, classes, model) -> tuple[float, float]:
+    """(share of requests the cut-off takes, the mean tokens such a turn adds that never
+    reach MD: its uncached prompt and its output)."""
+    cut = rt.cutoff_mask(arch, classes, policy, rt.resolved_cutoff(scenario), model,
+                         scenario.kv_dtype)  # fmt: skip
+    w = classes.weight[cut]
+    if not w.sum():
+        return 0.0, 0.0
+    added = classes.uncached_tokens[cut] + classes.output_tokens[cut]
+    return float(w.sum() / classes.weight.sum()), float(np.dot(w, added) / w.sum())
 
 
 def md_resident_frac(scenario, arch: str, policy, classes, model, rate_per_s=None, deployment=None):
-    """The LRU curve's resident share, less the conversations whose previous turn was cut
-    off (their prefix never landed on MD: the cut-off's consistency cost). A conversation's
-    previous turn is taken as cut off with the cut-off's share of requests, independent of
-    its residency. 1 for architectures whose requests never cross (no MD cache)."""
+    """The LRU curve's resident share of requests; 1 for architectures whose requests
+    never cross (no MD cache)."""
     if arch not in ("pdd", "cdc_pd"):
         return 1.0
     w = scenario.workload
     rate = w.arrival_rate_per_s if rate_per_s is None else rate_per_s
-    mean_in = w.input_tokens.mean()
-    p = resident_frac(
-        decode_cache_capacity_tokens(scenario, deployment, model), rate, mean_in, w.prefix_reuse
-    )
-    cut = rt.cutoff_mask(arch, classes, policy, rt.resolved_cutoff(scenario), model,
-                         scenario.kv_dtype)  # fmt: skip
-    return p * (1.0 - float(classes.weight[cut].sum()) / float(classes.weight.sum()))
+    capacity = decode_cache_capacity_tokens(scenario, deployment, model)
+    return resident_frac(capacity, rate, w.input_tokens.mean(), w.prefix_reuse)
 
 
 def routed(scenario, arch: str, policy, classes, model, rate_per_s=None, deployment=None):
     """(classes split by MD residency, their routes): the closed form's and the MILP's
     view of MD's cache. `rate_per_s`: the rate the curve is read at (the scenario's)."""
     p = md_resident_frac(scenario, arch, policy, classes, model, rate_per_s, deployment)
-    split, resident = split_resident(classes, p)
+    # the cut-off's consistency cost: a conversation's previous turn was cut off with the
+    # cut-off's share, independent of residency; its next turn then lacks on MD what the
+    # cut-off turn added (MD's radix cache still holds the turns before it)
+    after_cut, extra = cutoff_turns(scenario, arch, policy, classes, model)
+    split, resident, extra = split_md_view(classes, p, after_cut, extra)
     routes = rt.route(
         arch, split, policy, rt.resolved_cutoff(scenario), model, scenario.kv_dtype, resident,
         threshold_input_tokens=scenario.workload.input_tokens.mean(),
+        md_extra_missing_tokens=extra,
     )  # fmt: skip
     return split, routes

@@ -99,9 +99,11 @@ def route(
     kv_dtype: str,
     md_cache=1.0,
     threshold_input_tokens: float | None = None,
+    md_extra_missing_tokens=0.0,
 ) -> Routes:
     """`md_cache`: per class (or one for all), the share of P's hit MD holds: 1 or 0 for
-    resident or not (decode_cache.split_resident), 1 everywhere with an unlimited cache.
+    resident or not (decode_cache.split_md_view), 1 everywhere with an unlimited cache;
+    `md_extra_missing_tokens`: tokens MD lacks besides (a cut-off previous turn's).
 
     PDD relays a request when the bytes MD lacks exceed what a request of
     `threshold_input_tokens` (default: the classes' mean input) at the threshold hit rate
@@ -109,8 +111,9 @@ def route(
     and a fixed input it is the old rule, P's hit < threshold."""
     n = len(classes)
     path = np.full(n, DIRECT)
-    md_hit = classes.hit_rate * np.asarray(md_cache, float)
-    md_missing = md_missing_tokens(classes.input_tokens, md_hit)
+    md_held = classes.hit_rate * np.asarray(md_cache, float)
+    md_missing = md_missing_tokens(classes.input_tokens, md_held) + md_extra_missing_tokens
+    md_missing = np.minimum(md_missing, classes.input_tokens)
     wan = kv_payload_bytes(model, kv_dtype, md_missing, classes.input_tokens)
     if architecture in ("idc_pd", "colocated"):
         path[:] = LOCAL
@@ -129,6 +132,7 @@ def route(
     )
     if architecture == "colocated":
         rdma = np.zeros(n)
+    md_hit = 1.0 - md_missing / classes.input_tokens  # share of the prompt MD holds
     return Routes(path, md_hit, wan, rdma)
 
 

@@ -106,24 +106,29 @@ RESIDENCY_STREAM = 17
 def _routes(setup: Setup, req: Requests, rate: float, seed: int = 0) -> rt.Routes:
     """The routing decision and KV bytes of `routing.route`, request by request. Each
     request's prefix is on MD or not, drawn from the LRU curve's resident share at this
-    run's rate (`decode_cache.resident_frac`); a conversation whose previous turn was cut
-    off is not, drawn with the share of this run's requests the cut-off takes."""
+    run's rate (`decode_cache.resident_frac`). A request's previous turn was cut off with
+    the share of this run's requests the cut-off takes; MD then also lacks what that turn
+    added (the uncached prompt and output of one of this run's cut-off requests)."""
     s, d = setup.scenario, setup.deployment
     n = len(req)
     per_request = RequestClasses(req.input_tokens, req.output_tokens, req.hit_rate,
                                  np.full(n, 1.0 / n))  # fmt: skip
     cutoff = rt.resolved_cutoff(s)
-    resident = np.ones(n)
+    resident, extra = np.ones(n), np.zeros(n)
     if d.architecture in ("pdd", "cdc_pd"):
         p = dc.resident_frac(dc.decode_cache_capacity_tokens(s, d, setup.model), rate,
                              s.workload.input_tokens.mean(), s.workload.prefix_reuse)  # fmt: skip
         cut = rt.cutoff_mask(d.architecture, per_request, d.policy, cutoff, setup.model, s.kv_dtype)
         if p < 1.0 or cut.any():
             rng = np.random.default_rng([seed, RESIDENCY_STREAM])
+            resident = (rng.random(n) < p).astype(float)
             previous_cut = rng.random(n) < cut.mean()
-            resident = ((rng.random(n) < p) & ~previous_cut).astype(float)
+            if cut.any():
+                added = (per_request.uncached_tokens + req.output_tokens)[cut]
+                extra = np.where(previous_cut, added[rng.integers(0, len(added), n)], 0.0)
     return rt.route(d.architecture, per_request, d.policy, cutoff, setup.model, s.kv_dtype,
-                    resident, threshold_input_tokens=s.workload.input_tokens.mean())  # fmt: skip
+                    resident, threshold_input_tokens=s.workload.input_tokens.mean(),
+                    md_extra_missing_tokens=extra)  # fmt: skip
 
 
 def _cap(pool: RolePool, context: float) -> int:

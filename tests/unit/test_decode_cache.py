@@ -108,3 +108,55 @@ def test_the_feedback_smaller_md_cache_more_wan_and_relay(catalog, paper, paper_
     # the non-resident 2.5 % all relay (their whole prompt is past the 0.95 threshold)
     p = 0.5 * math.erfc(-(math.log(7e9 / (50 * 65536)) - math.log(300)) / math.sqrt(2))
     assert relayed[-1] == pytest.approx(relayed[0] + (1 - p) * (1 - relayed[0]), abs=1e-9)
+
+
+def test_three_way_split_after_a_cut_off_turn():
+    c = RequestClasses(np.array([1000.0]), np.array([5.0]), np.array([0.9]), np.array([1.0]))
+    split, resident, extra = dc.split_md_view(c, 0.8, 0.1, 250.0)
+    # resident after an ordinary turn 0.8 x 0.9, after a cut-off turn 0.8 x 0.1, not 0.2
+    assert split.weight == pytest.approx([0.72, 0.08, 0.2])
+    assert list(resident) == [1, 1, 0] and list(extra) == [0, 250, 0]
+    held = rt.route("cdc_pd", split, RoutingPolicy(), ShortOutputCutoff(), _model_stub(), "fp8",
+                    resident, md_extra_missing_tokens=extra)  # fmt: skip
+    # MD lacks 100 tokens, 100 + 250, and all 1,000
+    assert list(held.wan_payload_bytes) == [100.0, 350.0, 1000.0]
+
+
+def _model_stub():
+    """A model whose shipped KV is 1 byte per token with nothing fixed."""
+
+    class Stub:
+        def kv_bytes_per_token(self, dtype):
+            return 1.0
+
+        def shipped_bytes_per_token(self, dtype):
+            return 1.0
+
+        def kv_bytes(self, total, dtype):
+            return np.asarray(total, float)
+
+    return Stub()
+
+
+@pytest.mark.parametrize("capacity, cutoff", [(None, True), (1e10, False), (7e9, True)])
+def test_simulator_draws_agree_with_the_closed_form_split(catalog, paper, paper_plan, capacity,
+                                                          cutoff):  # fmt: skip
+    """The simulator's own mechanism (Bernoulli residency, a previous turn cut off with the
+    run's cut-off share, its added tokens drawn from the run's cut-off requests) against
+    the closed form's split: mean WAN bytes and relayed share over 40,000 requests."""
+    from pdd_plan.sim.run import _routes
+    from pdd_plan.sim.sampling import draw_requests
+
+    s = _with_capacity(paper, capacity)
+    s = dataclasses.replace(s, policy=dataclasses.replace(
+        s.policy, short_output_cutoff=ShortOutputCutoff(cutoff)))  # fmt: skip
+    plan = dataclasses.replace(paper_plan, policy=dataclasses.replace(
+        paper_plan.policy, short_output_cutoff=cutoff))  # fmt: skip
+    setup = prepare(s, plan, catalog.model_for(s), catalog.gpus, catalog.lines)
+    c, r = setup.classes, setup.routes
+    rate = s.workload.arrival_rate_per_s
+    req = draw_requests(s.workload, rate, 40_000, np.random.default_rng(1))
+    drawn = _routes(setup, req, rate, seed=1)
+    assert drawn.wan_payload_bytes.mean() == pytest.approx(c.mean(r.wan_payload_bytes), rel=0.03)
+    relayed = float(c.weight[r.path == rt.RELAY].sum())
+    assert (drawn.path == rt.RELAY).mean() == pytest.approx(relayed, abs=0.01)

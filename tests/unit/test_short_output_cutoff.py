@@ -77,32 +77,33 @@ def test_cutoff_share_on_the_paper_workload_by_hand(catalog, paper):
 
 
 def test_cutoff_requests_ship_nothing_and_the_next_turn_pays(catalog, paper):
-    """Closed form: cut-off classes go LOCAL with no WAN bytes (RDMA to RLD only); a
-    share s of the others (next turns of cut-off conversations) lack their prefix on MD
-    and ship it whole. The mean WAN load by hand from the unsplit classes:
-    rate x 8 x sum over kept classes of w [(1 - s) b + s F]."""
+    """Closed form: cut-off classes go LOCAL with no WAN bytes (RDMA to RLD only). A share
+    s of the others (next turns of cut-off conversations) lack on MD, besides their own
+    uncached tokens u, what a cut-off turn added: E[u + output] over the cut-off classes.
+    Mean bytes by hand from the unsplit classes: sum over kept classes of
+    w [(1 - s) B(u) + s B(min(input, u + E[u + output]))], B the bytes of so many tokens.
+    The line carries less: each cut-off skips a transfer's fixed part (4.0 MB of windowed
+    and recurrent state on this model) and adds only its output's KV to the next turn's
+    (at most 388 tokens x 4,474 B = 1.7 MB)."""
     model = catalog.model_for(paper)
     s, plan = _cutoff_on(catalog, paper)
     setup = prepare(s, plan, model, catalog.gpus, catalog.lines, RESOLUTION)
     local = setup.routes.path == rt.LOCAL
     assert np.all(setup.routes.wan_payload_bytes[local] == 0)
     assert np.all(setup.routes.rdma_payload_bytes[local] > 0)
-    off = prepare(
-        paper,
-        load_plan(scenarios_dir() / "plans" / "pdd-paper-pdd.yaml", paper, catalog),
-        model,
-        catalog.gpus,
-        catalog.lines,
-        RESOLUTION,
-    )
+    plain = load_plan(scenarios_dir() / "plans" / "pdd-paper-pdd.yaml", paper, catalog)
+    off = prepare(paper, plain, model, catalog.gpus, catalog.lines, RESOLUTION)
     c, own = off.classes, off.routes.wan_payload_bytes  # unsplit: MD holds every prefix
     cut = rt.cutoff_mask("pdd", c, plan.policy, rt.resolved_cutoff(s), model, "fp8")
     share = float(c.weight[cut].sum())
-    whole = rt.kv_payload_bytes(model, "fp8", c.input_tokens, c.input_tokens)
-    mean_bytes = float(np.dot(c.weight[~cut], (1 - share) * own[~cut] + share * whole[~cut]))
+    added = float(np.average((c.uncached_tokens + c.output_tokens)[cut], weights=c.weight[cut]))
+    lacking = np.minimum(c.input_tokens, c.uncached_tokens + added)
+    after_cut = rt.kv_payload_bytes(model, "fp8", lacking, c.input_tokens)
+    mean_bytes = float(np.dot(c.weight[~cut], (1 - share) * own[~cut] + share * after_cut[~cut]))
     rate = paper.workload.arrival_rate_per_s
-    on_snap = snapshot(setup, rate)
+    on_snap, off_snap = snapshot(setup, rate), snapshot(off, rate)
     assert on_snap.wan_mean_bits_per_s == pytest.approx(rate * 8 * mean_bytes, rel=1e-9)
+    assert on_snap.wan_mean_bits_per_s < off_snap.wan_mean_bits_per_s
 
 
 def test_the_simulator_ships_nothing_for_cut_off_requests(catalog, paper):
