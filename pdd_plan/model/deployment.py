@@ -41,7 +41,9 @@ class LineLease:
 
 @dataclass(frozen=True)
 class RoutingPolicy:
-    rld_hit_threshold: float = 0.9  # hit rate below which a request takes P -> RLD -> MD
+    # a request whose KV missing on MD exceeds a mean prompt's at this hit rate takes
+    # P -> RLD -> MD (routing.route)
+    rld_hit_threshold: float = 0.9
     handoff: str = "catch_up"  # catch_up | one_shot
     short_output_cutoff: bool = False
     # the decode-side cache tier bought per main-decode instance (model/cache_tier.py);
