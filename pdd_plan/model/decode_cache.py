@@ -53,13 +53,13 @@ def decode_cache_capacity_tokens(scenario, deployment=None, model=None) -> float
 
 def curve_resident_frac(reuse: PrefixReuse, capacity_tokens: float, rate_per_s: float) -> float:
     """The measured curve at `capacity_tokens` and `rate_per_s`: piecewise linear in
-    log capacity between its points, its last value above them, and linear from the
-    origin below the first (an LRU cache of 0 tokens holds nothing; between 0 and the
-    first point nothing is measured, and a straight line keeps the curve continuous)."""
+    log capacity between its points, its last value above them, and 0 below the first
+    (`trace analyze` starts its ladder at one prompt, below which an LRU holds no whole
+    prefix; a hand-written curve should start where its share is near 0 too)."""
     c = capacity_tokens * reuse.at_arrival_rate_per_s / rate_per_s
     caps, fracs = np.asarray(reuse.capacity_tokens, float), np.asarray(reuse.resident_frac, float)
-    if c <= caps[0]:
-        return float(fracs[0] * max(c, 0.0) / caps[0])
+    if c < caps[0]:
+        return 0.0
     return float(np.interp(math.log(c), np.log(caps), fracs))
 
 

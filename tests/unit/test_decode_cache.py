@@ -46,9 +46,10 @@ def test_the_measured_curve_by_hand():
     assert dc.curve_resident_frac(CURVE, 4e6, 20.0) == pytest.approx(0.315)
     assert dc.curve_resident_frac(CURVE, 16e6, 10.0) == pytest.approx(0.90)
     assert dc.curve_resident_frac(CURVE, 1e12, 10.0) == 1.0  # above the last point
-    # below the first point: a straight line from the origin (0 tokens hold nothing)
-    assert dc.curve_resident_frac(CURVE, 0.5e6, 10.0) == pytest.approx(0.075)
-    assert dc.curve_resident_frac(CURVE, 0.0, 10.0) == 0.0
+    # below the first point nothing whole is held: 0 (at 10/s, and 1e6 at 40/s reads 2.5e5)
+    assert dc.curve_resident_frac(CURVE, 0.5e6, 10.0) == 0.0
+    assert dc.curve_resident_frac(CURVE, 1e6, 40.0) == 0.0
+    assert dc.curve_resident_frac(CURVE, 1e6, 10.0) == pytest.approx(0.15)
 
 
 def test_the_parametric_default_at_hand_computed_points():
