@@ -72,6 +72,11 @@ def _wan(wan: sc.Wan) -> dict:
             {"between": [a, b], "rtt_ms": _round(rtt, 1e3)}
             for (a, b), rtt in wan.link_rtt_s.items()
         ]
+    # the transfer engine's knobs (model/wan_streaming.py), where they are not the default
+    default = sc.Wan(0.0, (), {}, 1.0, 1, 0)
+    for key in ("stream_during_prefill", "stripes_per_transfer", "pool_hold"):
+        if getattr(wan, key) != getattr(default, key):
+            out[key] = getattr(wan, key)
     return out
 
 

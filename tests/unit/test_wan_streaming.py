@@ -308,3 +308,20 @@ def test_closed_form_and_simulator_agree_with_every_knob_on(catalog):
     assert sim.wan_pool_utilization_frac == pytest.approx(
         closed.wan_pool_utilization_frac, abs=0.05
     )
+
+
+def test_the_resolved_scenario_keeps_the_knobs(tmp_path, catalog):
+    """scenario.json (what a run records) names the knobs set away from their defaults and
+    loads back to the same ones; a scenario at the defaults records none of them."""
+    import yaml
+
+    from pdd_plan.report.resolved import scenario_json
+
+    _scenario_with(tmp_path, "  stream_during_prefill: true\n  stripes_per_transfer: 3\n")
+    s = load_scenario(tmp_path / "s.yaml", catalog)
+    written = scenario_json(s)["wan"]
+    assert written["stream_during_prefill"] is True and written["stripes_per_transfer"] == 3
+    assert "pool_hold" not in written
+    (tmp_path / "again.yaml").write_text(yaml.safe_dump(scenario_json(s)))
+    again = load_scenario(tmp_path / "again.yaml", catalog)
+    assert again.wan == s.wan
