@@ -286,7 +286,8 @@ def regime_warnings(snap: Snapshot | None) -> tuple[str, ...]:
         out.append(
             f"{', '.join(full)} at {max(decode[r] for r in full):.0%} of its slots: the wait "
             "for a decode slot rises steeply this close to capacity and long simulated runs "
-            "put it above this model's (benchmarks/agreement.py); plan below "
+            "put it above this model's (README: the simulator and how well the closed forms "
+            "agree); plan below "
             f"{DECODE_TRUST_LIMIT_FRAC:.0%}"
         )
     return tuple(out)

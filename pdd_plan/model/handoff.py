@@ -35,7 +35,8 @@ PUBLISHED_HANDOFF_TOKENS = 100
 PUBLISHED_HANDOFF_RTT_S = 0.030  # the paper's line (scenarios/pdd-paper.yaml)
 DEFAULT_ENGINE_FIXED_S = 0.2356
 DEFAULT_ENGINE_FIXED_SOURCE = (
-    "derived from the published 305.2 ms recompute handoff of 100 tokens (pdd-system.md §5) "
+    "derived from the 305.2 ms recompute handoff of 100 tokens published in the PDD technical "
+    "report (Infinigence, WAIC 2026) "
     "less one RTT, half an MD step and the roofline's extend step"
 )
 

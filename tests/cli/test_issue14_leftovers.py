@@ -5,10 +5,12 @@ users do not have."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import yaml
 
 from tests.cli.test_friction import PLAN, TINY, run80, scenario_at
+from tests.conftest import REPO
 
 # --- explain -------------------------------------------------------------------------
 
@@ -132,6 +134,58 @@ def test_the_report_section_says_how_many_rows_are_left_out():
 
     text = "\n".join(assumptions_section(list(ASSUMPTIONS[:3])))
     assert f"{len(ASSUMPTIONS) - 3} more" in text and ASSUMPTIONS[3][0] not in text
+
+
+# --- no reference to files users do not have ------------------------------------------
+
+# the team's own notes and the repository's benchmark scripts: not in a user's install
+UNSHIPPED = ("pdd-system", "design.md", "modeling-notes", "benchmarks/", "../shared",
+             "agreement.py")  # fmt: skip
+
+
+def _unshipped_in(text: str) -> list[str]:
+    return [name for name in UNSHIPPED if name in text]
+
+
+def test_the_main_commands_name_no_unshipped_document(tmp_path):
+    plan = str(REPO / "scenarios" / "plans" / "pdd-paper-pdd.yaml")
+    runs = [
+        ("scenario", "validate", "pdd-paper"),
+        ("scenario", "validate", "pdd-paper", "--format", "json"),
+        ("scenario", "validate", "default", "--format", "json"),
+        ("evaluate", "pdd-paper", plan),
+        ("evaluate", "pdd-paper", plan, "--format", "json"),
+        ("simulate", "pdd-paper", plan, "--requests", "2222"),
+        ("solve", str(TINY), "--architecture", "pdd", "--out", "out"),
+        ("explain", str(TINY), "--architecture", "pdd"),
+    ]
+    for args in runs:
+        done = run80(tmp_path, *args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert _unshipped_in(done.stdout + done.stderr) == [], args
+    for written in (tmp_path / "out").iterdir():  # plan, BOM, report, scenario, run
+        assert _unshipped_in(written.read_text()) == [], written.name
+
+
+def test_no_user_visible_string_in_the_package_names_an_unshipped_document():
+    """Every string constant of the package but docstrings (warnings, captions, sources
+    shown in a table): the commands above cannot reach every warning."""
+    import ast
+
+    import pdd_plan
+
+    found = []
+    for path in Path(pdd_plan.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                and n.body and isinstance(n.body[0], ast.Expr)}  # fmt: skip
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and id(node) not in docs and _unshipped_in(node.value)):  # fmt: skip
+                found.append(f"{path.name}:{node.lineno}")
+    # the agreement suite's own case files are read from the repository, never shown
+    assert [f for f in found if not f.startswith("agreement.py:")] == []
 
 
 # --- digits --------------------------------------------------------------------------
