@@ -9,7 +9,7 @@ import numpy as np
 
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import Distribution, Empirical
+from pdd_plan.model.workload import Bins, Distribution, Empirical
 
 HIT_RATE_MEANS = (0.7, 0.95)  # the report's other hit-rate cases
 GPU_PRICE_FACTORS = (0.8, 1.2)
@@ -40,7 +40,13 @@ def hit_rate_mapper(d: Distribution, target_mean: float):
     return lambda h: h * k
 
 
-def _mapped(d: Distribution, mapper) -> Empirical:
+def _mapped(d: Distribution, mapper) -> Distribution:
+    if isinstance(d, Bins) and d.is_joint:  # keep each bin's lengths with its hit rates
+        # the map is affine, so a bin uniform on [low, high) stays uniform on its image
+        lows, highs = (
+            tuple(float(v) for v in np.clip(mapper(np.array(x)), 0, 1)) for x in (d.lows, d.highs)
+        )
+        return dataclasses.replace(d, lows=lows, highs=highs)
     values, weights = _hit_points(d)
     mapped = np.clip(mapper(values), 0.0, 1.0)
     return Empirical(tuple(float(v) for v in mapped), tuple(float(w) for w in weights))

@@ -27,13 +27,19 @@ def _percentile_key(pct: float) -> str:
 
 def _distribution(dist) -> dict:
     if dist.kind == "bins":
-        bins = zip(dist.lows, dist.highs, dist.shares, strict=True)
-        return {
-            "kind": "bins",
-            "bins": [{"low": lo, "high": hi, "share": _round(s)} for lo, hi, s in bins],
-        }
+        bins = [
+            {"low": lo, "high": hi, "share": _round(s)}
+            for lo, hi, s in zip(dist.lows, dist.highs, dist.shares, strict=True)
+        ]
+        for key in ("input_tokens", "output_tokens"):  # a joint bin's own lengths
+            for b, d in zip(bins, getattr(dist, key, None) or (), strict=False):
+                b[key] = _distribution(d)
+        return {"kind": "bins", "bins": bins}
     if dist.kind == "empirical":
         return {"kind": "empirical", "values": list(dist.values), "weights": list(dist.weights)}
+    if dist.kind == "mixture":  # the lengths of joint bins whose hit rate was replaced
+        values, weights = dist.discretise(64)  # 64 strata, the mean kept exactly
+        return {"kind": "empirical", "values": values.tolist(), "weights": weights.tolist()}
     fields = {
         "fixed": ("value",),
         "lognormal": ("median", "sigma", "low", "high"),
@@ -81,16 +87,21 @@ def _wan(wan: sc.Wan) -> dict:
 
 
 def _workload(w: sc.Workload) -> dict:
-    out = {
-        "arrival_rate_per_s": w.arrival_rate_per_s,
-        "burstiness_cv2": w.burstiness_cv2,
-        "input_tokens": _distribution(w.input_tokens),
-        "output_tokens": _distribution(w.output_tokens),
-        "prefix_hit_rate": _distribution(w.prefix_hit_rate),
-    }
+    out = {"arrival_rate_per_s": w.arrival_rate_per_s, "burstiness_cv2": w.burstiness_cv2}
+    for key in ("input_tokens", "output_tokens"):  # a mixture over joint bins is in the bins
+        if getattr(w.prefix_hit_rate, key, None) is None:
+            out[key] = _distribution(getattr(w, key))
+    out["prefix_hit_rate"] = _distribution(w.prefix_hit_rate)
     if w.hit_rate_alternatives:
         out["prefix_hit_rate_alternatives"] = {
             name: _distribution(d) for name, d in w.hit_rate_alternatives.items()
+        }
+    if w.prefix_reuse is not None:  # MD cache's LRU curve (model/decode_cache.py)
+        r = w.prefix_reuse
+        out["prefix_reuse"] = {
+            "capacity_tokens": list(r.capacity_tokens),
+            "resident_frac": list(r.resident_frac),
+            "at_arrival_rate_per_s": r.at_arrival_rate_per_s,
         }
     return out
 
@@ -108,8 +119,8 @@ def _policy(p: sc.Policy) -> dict:
         "handoff": p.handoff,
         "short_output_cutoff": {
             "enabled": c.enabled,
-            "max_output_tokens": c.max_output_tokens,
-            "min_input_tokens": c.min_input_tokens,
+            # null: the default derived from the line and the TPOT limit
+            "min_uncached_bytes_per_output_token": c.min_uncached_bytes_per_output_token,
         },
         "utilization_cap_frac": p.utilization_cap_frac,
         "decode_cache_capacity_tokens": p.decode_cache_capacity_tokens,
