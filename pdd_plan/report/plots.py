@@ -18,7 +18,9 @@ import io
 import math
 import re
 
-PUBLISHED_VALLEY_HIT_RATE = 0.70  # pdd-system.md §6: BCR lowest around a 70 % hit rate
+# BCR lowest around a 70 % hit rate: the bathtub of the PDD technical report (Infinigence,
+# WAIC 2026), as its authors described it in interview
+PUBLISHED_VALLEY_HIT_RATE = 0.70
 _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
 
@@ -48,13 +50,49 @@ def _finite(v) -> bool:
 
 
 def _legend(ax) -> None:
-    """A legend when something is labelled; a note when nothing was drawn."""
+    """A legend when something is labelled, right of the axes (inside, "best" placement
+    avoids the lines but not the point labels); a note when nothing was drawn."""
     handles, _ = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     if not ax.has_data():
         ax.text(0.5, 0.5, "no point has a plan", ha="center", va="center",
                 transform=ax.transAxes)  # fmt: skip
+
+
+def _axis_texts(fig) -> list:
+    """The texts a point label must not cover: tick labels, axis labels, titles."""
+    out = []
+    for ax in fig.axes:
+        out += [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label,
+                ax.title]  # fmt: skip
+    return out
+
+
+LABEL_STEP_PT = 8.0  # a 7-point label's height and a point of space: one step clears a row
+LABEL_TRIES = 16
+
+
+def _declutter(fig, labels: list) -> None:
+    """Each point label (an annotation in offset points) that would overlap one placed
+    before it moves a row down, up, two rows down, ... until it is clear. Labels are left
+    out of the layout, so moving one cannot move the axes under the others."""
+    if not labels:
+        return
+    for label in labels:
+        label.set_in_layout(False)
+    fig.canvas.draw()  # the layout, fixed before the boxes are measured
+    renderer = fig.canvas.get_renderer()
+    placed = [t.get_window_extent(renderer) for t in _axis_texts(fig) if t.get_text()]
+    for label in labels:
+        x0, y0 = label.xyann
+        for k in range(LABEL_TRIES):
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            rows = k // 2 + 1
+            label.xyann = (x0, y0 + LABEL_STEP_PT * rows * (-1 if k % 2 == 0 else 1))
+        placed.append(label.get_window_extent(renderer))
 
 
 def render(fig, dpi: int = 110) -> tuple[str, bytes]:
@@ -71,7 +109,9 @@ def render(fig, dpi: int = 110) -> tuple[str, bytes]:
     return svg, png_buf.getvalue()
 
 
-def _bcr_lines(ax, series: dict) -> None:
+def _bcr_lines(ax, series: dict) -> list:
+    """The lines, and their "lowest" labels (to declutter)."""
+    labels = []
     for n, (label, points) in enumerate(series.items()):
         color = _COLORS[n % len(_COLORS)]
         ok = sorted((x, y) for x, y in points if _finite(y))
@@ -79,11 +119,13 @@ def _bcr_lines(ax, series: dict) -> None:
         if ok:
             ax.plot(*zip(*ok, strict=True), marker="o", color=color, label=label)
             x_min, y_min = min(ok, key=lambda p: p[1])
-            ax.annotate(f"lowest: {x_min:.0%}", (x_min, y_min), xytext=(0, -14),
-                        textcoords="offset points", ha="center", fontsize=7)  # fmt: skip
+            labels.append(ax.annotate(f"lowest: {x_min:.0%}", (x_min, y_min), xytext=(0, -14),
+                                      textcoords="offset points", ha="center", fontsize=7,
+                                      color=color))  # fmt: skip
         if bad:
             ax.plot(bad, [0.0] * len(bad), "x", color=color, clip_on=False,
                     label=f"{label}: no plan (infeasible or failed)")  # fmt: skip
+    return labels
 
 
 def _hit_marks(ax, scenario_mean: float | None, labels: bool) -> None:
@@ -107,7 +149,7 @@ def bathtub(
     else:
         fig, (ax, ax2) = _pyplot().subplots(2, 1, figsize=(6.4, 5.6), sharex=True,
                                             height_ratios=(3, 2), layout="constrained")  # fmt: skip
-    _bcr_lines(ax, series)
+    labels = _bcr_lines(ax, series)
     _hit_marks(ax, scenario_mean, True)
     ax.set_ylabel("BCR (goodput req/s per $/h)")
     ax.set_title("BCR against the mean hit rate")
@@ -115,19 +157,22 @@ def bathtub(
     _legend(ax)
     if ratio is None:
         ax.set_xlabel("mean prefix-hit rate")
+        _declutter(fig, labels)
         return fig
     label, points = ratio
     ok = sorted((x, y) for x, y in points if _finite(y))
     if ok:
         ax2.plot(*zip(*ok, strict=True), marker="s", color=_COLORS[2], label=label)
         x_min, y_min = min(ok, key=lambda p: p[1])
-        ax2.annotate(f"lowest: {x_min:.0%}", (x_min, y_min), xytext=(0, -14),
-                     textcoords="offset points", ha="center", fontsize=7)  # fmt: skip
+        labels.append(ax2.annotate(f"lowest: {x_min:.0%}", (x_min, y_min), xytext=(0, -14),
+                                   textcoords="offset points", ha="center",
+                                   fontsize=7))  # fmt: skip
     ax2.axhline(1.0, color="black", lw=0.8)
     _hit_marks(ax2, scenario_mean, False)
     ax2.set_xlabel("mean prefix-hit rate")
     ax2.set_ylabel("BCR ratio")
     _legend(ax2)
+    _declutter(fig, labels)
     return fig
 
 
@@ -151,17 +196,20 @@ def pareto(points: list[tuple[float, float, str]], highlight: str | None = None)
         ax.step(*zip(*front, strict=True), where="post", color=_COLORS[3], label="Pareto front")
         ax.plot(*zip(*front, strict=True), "o", color=_COLORS[3], ms=5)
     front_set = set(pareto_front(xy)) if xy else set()
+    labels = []
     for x, y, label in points:
         if not (_finite(x) and _finite(y)):
             continue
         if label == highlight:
             ax.plot([x], [y], "*", ms=14, color=_COLORS[1], label=label)
         if label == highlight or (x, y) in front_set:
-            ax.annotate(label, (x, y), xytext=(5, 4), textcoords="offset points", fontsize=7)
+            labels.append(ax.annotate(label, (x, y), xytext=(5, 4), textcoords="offset points",
+                                      fontsize=7))  # fmt: skip
     ax.set_xlabel("TTFT P99 (s)")
     ax.set_ylabel("cost ($/h)")
     ax.set_title("Cost against TTFT P99 of the plans")
     _legend(ax)
+    _declutter(fig, labels)
     return fig
 
 
@@ -200,9 +248,10 @@ def tornado(cases: list[tuple[str, float | None, float | None]], metric: str, lo
     for values, color, name in ((1, _COLORS[0], low), (2, _COLORS[1], high)):
         widths = [c[values] * 100 if _finite(c[values]) else 0.0 for c in ordered]
         ax.barh(list(ys), widths, color=color, alpha=0.8, label=name)
-        for y, c in zip(ys, ordered, strict=True):
-            if not _finite(c[values]):
-                ax.text(0, y, f"  {name}: no plan", va="center", fontsize=7, color=color)
+    for y, c in zip(ys, ordered, strict=True):  # one note a row: two would print over each other
+        missing = [name for name, v in ((low, c[1]), (high, c[2])) if not _finite(v)]
+        if missing:
+            ax.text(0, y, f"  {' and '.join(missing)}: no plan", va="center", fontsize=7)
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(list(ys), [c[0] for c in ordered])
     ax.set_xlabel(f"change of {metric} (%)")
