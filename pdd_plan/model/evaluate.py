@@ -20,7 +20,8 @@ from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
 from pdd_plan.model.metrics import Metrics
 from pdd_plan.model.network import rdma_transfer_s, wan_transfer
-from pdd_plan.model.queueing import WaitModel, ggc_wait
+from pdd_plan.model.prefill_batch import prefill_queue
+from pdd_plan.model.queueing import WaitModel
 from pdd_plan.model.setup import (  # noqa: F401  (re-exported: the evaluate API)
     DECODE_ROLE,
     PREFILL_ROLE,
@@ -65,20 +66,16 @@ class Snapshot:
 
 
 def _prefill(setup: Setup, rate: float) -> tuple[np.ndarray, WaitModel, float]:
-    c = setup.classes
-    inst, count = setup.prefill.instance, setup.prefill.group.count
-    service = np.asarray(inst.prefill_time_s(c.uncached_tokens, c.cached_tokens), dtype=float)
-    mean = c.mean(service)
-    cv2 = c.mean((service - mean) ** 2) / mean**2 if mean > 0 else 0.0
-    wait = ggc_wait(
+    """Each class's prefill time, its wait and the pool's load (model/prefill_batch.py)."""
+    return prefill_queue(
+        setup.prefill.instance,
+        setup.classes,
+        setup.prefill.group.count,
         rate,
-        mean,
-        count,
         setup.scenario.workload.burstiness_cv2,
-        cv2,
-        what=f"prefill ({count} x {inst.gpus} {inst.gpu.id})",
+        setup.scenario.engine.prefill_token_budget_per_gpu,
+        setup.deployment.architecture,
     )
-    return service, wait, rate * mean / count
 
 
 def _wan(setup: Setup, rate: float, service: np.ndarray, extra_hold_s=None):

@@ -29,8 +29,16 @@ import math
 
 import numpy as np
 
+from pdd_plan.errors import SaturatedError
 from pdd_plan.model import routing as rt
 from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
+from pdd_plan.model.prefill_batch import (
+    batching_applies,
+    budget_tokens,
+    prefill_capacity_rps,
+    prefill_mix,
+    prefill_queue,
+)
 from pdd_plan.model.queueing import ggc_wait
 from pdd_plan.model.roofline import Instance
 from pdd_plan.model.scenario import Scenario
@@ -190,6 +198,49 @@ class PrefillBound(RoleBound):
         return self._rates[n]
 
 
+class BatchedPrefillBound(PrefillBound):
+    """The batched prefill pool (model/prefill_batch.py): it must not saturate at full
+    steps, and TTFT >= its wait + each class's own steps at that rate (evaluate's model)."""
+
+    def __init__(self, inst, c: RequestClasses, scenario: Scenario, arch: str):
+        budget = scenario.engine.prefill_token_budget_per_gpu
+        self.queue = lambda n, rate: prefill_queue(
+            inst, c, n, rate, scenario.workload.burstiness_cv2, budget, arch
+        )
+        self.capacity_rps = prefill_capacity_rps(inst, c, budget, arch)
+        super().__init__(inst, c, scenario)
+        mix = prefill_mix(inst, c, budget_tokens(inst, budget))
+        self.service = mix.own_s(mix.mean_chunk_tokens)  # one chunk per step: the least
+
+    def ok(self, n: int, rate: float) -> bool:
+        if rate >= n * self.capacity_rps:
+            return False
+        try:
+            service, wait, _ = self.queue(n, rate)
+        except SaturatedError:
+            return False
+        got = grouped_quantiles_s(
+            [p / 100 for p in self.limits], [LatencyGroup(self.c.weight, service, (wait,))]
+        )
+        return all(
+            g <= lim + TTFT_MARGIN_S for g, lim in zip(got, self.limits.values(), strict=True)
+        )
+
+    def min_count(self, rate: float) -> int | None:
+        if not self._within(()):
+            return None  # the prefill time alone misses the TTFT limit
+        return _smallest(lambda n: self.ok(n, rate), int(math.floor(rate / self.capacity_rps)) + 1)
+
+    def max_rate(self, n: int) -> float:
+        if n not in self._rates:
+            if not self._within(()):
+                self._rates[n] = 0.0
+            else:
+                high = n * self.capacity_rps if math.isfinite(self.capacity_rps) else 1e9
+                self._rates[n] = _sup_rate(lambda r: self.ok(n, r), high)
+        return self._rates[n]
+
+
 def _tpot_limit(scenario: Scenario) -> float | None:
     limits = scenario.sla.tpot_s.values()
     return min(limits) + TPOT_MARGIN_S if limits else None
@@ -235,6 +286,8 @@ def _main_decode_pdd(inst, c, routes, scenario) -> DecodeBound:
 
 def role_bound(arch: str, role: str, inst: Instance, c: RequestClasses, routes, scenario):
     """The necessary conditions on `role`'s instances of `inst` (module doc)."""
+    if role == "prefill" and batching_applies(scenario.engine.prefill_token_budget_per_gpu, arch):
+        return BatchedPrefillBound(inst, c, scenario, arch)
     if role == "prefill":
         return PrefillBound(inst, c, scenario)
     if role == "colocated":

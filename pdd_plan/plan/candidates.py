@@ -2,7 +2,8 @@
 with what one instance can carry under the utilisation cap, or why it was pruned.
 
 Capacities are per instance and independent of how many are bought, which is what lets
-the MILP stay linear: prefill carries `cap / E[prefill time]` requests per second; a
+the MILP stay linear: prefill carries `cap / E[prefill time]` requests per second (with
+batched prefill, cap x its rate in full steps: model/prefill_batch.py); a
 decode pool carries `cap x B_lim / (step(B_lim) x tokens per request)`, where B_lim is the
 batch at which a step reaches the TPOT limit (or what fits HBM).
 """
@@ -16,6 +17,7 @@ import numpy as np
 from pdd_plan.model import routing as rt
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, RoutingPolicy
 from pdd_plan.model.llm import ModelSpec
+from pdd_plan.model.prefill_batch import prefill_capacity_rps
 from pdd_plan.model.roofline import Instance
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import RequestClasses
@@ -98,13 +100,15 @@ def _decode_capacity_rps(
     return cap_frac * limit / (step * demand.tokens_per_request), ""
 
 
-def _capacity_rps(inst, role, classes, demands, tpot, cap) -> tuple[float, str]:
+def _capacity_rps(inst, role, classes, demands, tpot, cap, batching=(None, "")):
+    """Requests/s one instance carries; `batching`: (prefill token budget per GPU, the
+    architecture), so a prefill pool is sized at the batched rate evaluate uses."""
     if role == "main_decode" or role == "relay_decode" or role == "decode":
         return _decode_capacity_rps(inst, demands[role], tpot, cap)
+    if role == "prefill":
+        return cap * prefill_capacity_rps(inst, classes, *batching), ""
     service = np.asarray(inst.prefill_time_s(classes.uncached_tokens, classes.cached_tokens), float)
     prefill = cap / classes.mean(service)
-    if role == "prefill":
-        return prefill, ""
     # colocated: the same GPUs prefill and decode in turn, so the two times per request add
     decode, why = _decode_capacity_rps(inst, demands[role], tpot, cap)
     return (1.0 / (1.0 / prefill + 1.0 / decode) if decode > 0 else 0.0), why
@@ -152,7 +156,8 @@ def candidates(
                     if why:
                         out.append(Candidate(role, dc.id, gpu.id, n, price, 0.0, why, power_w))
                         continue
-                    capacity, why = _capacity_rps(inst, role, classes, demands, tpot, cap)
+                    batching = (scenario.engine.prefill_token_budget_per_gpu, arch)
+                    capacity, why = _capacity_rps(inst, role, classes, demands, tpot, cap, batching)
                     out.append(Candidate(role, dc.id, gpu.id, n, price, capacity, why, power_w))
     return out
 

@@ -1,0 +1,284 @@
+"""Batched (chunked) prefill: one step over several requests' chunks, and the prefill pool
+as a batch-service queue.
+
+Engines run prefill in steps of at most a token budget (vLLM `max_num_batched_tokens`,
+SGLang `chunked_prefill_size`): each step takes uncached tokens from the queue in arrival
+order, splitting a prompt longer than what is left of the budget (its remainder stays at
+the head of that instance's queue: its next chunk needs this chunk's KV), and runs all of
+them in one forward pass that reads the weights once.
+
+Step time (`step_s`): the roofline step (model/roofline.py) of the batch, built from the
+same primitives: the linear FLOPs of all the step's tokens and each chunk's own attention
+over its cached + new context add; the bytes are the weights the step's tokens touch, read
+once, plus each chunk's cached KV read and new KV written; the communication is that of
+all the step's tokens; the fixed overheads are paid once per step. One chunk alone gives
+`Instance.prefill_time_s` exactly.
+
+The pool at arrival rate λ over c instances (`pool`), budget B tokens per step:
+- a request of n uncached tokens is ceil(n / B) chunks; the workload becomes chunk rows.
+- a step of b tokens holds b / N̄ requests' worth of the mix (N̄: mean uncached tokens per
+  request), so its time S(b) has the per-chunk parts of that many mean requests.
+- operating batch: an instance busy without pause carries, per step, the tokens that
+  arrived during the previous one: b = Λ S(b) with Λ = λ N̄ / c; the smallest fixed point
+  in [n̄, B] (n̄: the mean chunk, one chunk per step when the load is light). Taking
+  b = max(n̄, Λ S(b)) ignores the idle periods between steps at moderate load, so it
+  understates the batch there (pessimistic per-request time).
+- capacity: full steps, B / S(B) tokens/s per instance; per-request cost at capacity
+  s_full = S(B) N̄ / B. The wait is Allen-Cunneen G/G/c with mean service s_full (so the
+  queue saturates where full steps no longer keep up), plus the part of the step in
+  progress that batching adds: when all c instances are busy (chance u^c, u the busy
+  share Λ S(b) / b, instances taken as independent) the first frees after S / (c + 1) on
+  average (the least of c uniform residuals); the Allen-Cunneen term already holds the
+  residual of a one-chunk step, so the added mean is u^c (S(b) - S(n̄)) / (c + 1). This
+  "fast single server + gate" view of a bulk-service queue is an approximation; its
+  biases are stated in the README's assumptions table.
+- each request's own time: the steps carrying its chunks, each filled to b with the
+  mean mix (at most up to B), so TTFT per class = wait + its own steps.
+With one chunk per step (B no larger than every request's tokens, identical requests)
+everything above is the one-at-a-time G/G/c: S(b) = S(n̄) and s_full = the service time.
+
+Pure: numpy only, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdd_plan.model.kernels import achievable_bytes_per_s, maximum, where
+from pdd_plan.model.queueing import WaitModel, ggc_wait
+from pdd_plan.model.roofline import Instance
+
+# Bisection steps for the operating batch (relative width 2^-40 of the budget).
+_FIXED_POINT_STEPS = 40
+# Pools remembered per process (the planner asks the same pool at every rate it tries).
+_MEMO_LIMIT = 64
+
+
+def budget_tokens(inst: Instance, budget_per_gpu: int | None) -> int | None:
+    """Tokens one prefill step of `inst` may carry (None: one request per step); the
+    default per GPU and its source: model/scenario.py PREFILL_TOKEN_BUDGET_PER_GPU."""
+    return None if budget_per_gpu is None else int(budget_per_gpu) * inst.gpus
+
+
+# ---- one step over several chunks ----------------------------------------------------------
+def chunk_parts(inst: Instance, new_tokens, cached_tokens) -> tuple[np.ndarray, np.ndarray]:
+    """(compute seconds, KV bytes moved) each chunk adds to a step: its linear FLOPs and its
+    attention over `cached` + `new` tokens; its cached KV read plus its new KV written."""
+    new = np.rint(np.asarray(new_tokens, dtype=float))
+    cached = np.rint(np.asarray(cached_tokens, dtype=float))
+    # the roofline's own per-chunk terms (batch 0: no decode tokens in a prefill step)
+    _, compute_s = inst._compute(0.0, 0.0, new, cached, 1.0)
+    _, kv_bytes = inst._kv_moved_bytes(0.0, 0.0, new, cached, 1.0)
+    return np.asarray(compute_s, dtype=float), np.asarray(kv_bytes, dtype=float)
+
+
+def step_s(inst: Instance, compute_s, kv_bytes, tokens, prompts):
+    """One prefill step from its chunks' summed parts: `compute_s` and `kv_bytes` summed over
+    the chunks, `tokens` their new tokens, `prompts` how many chunks (may be fractional: a
+    mean mix). The weights the step's tokens touch are read once; 0 for no tokens."""
+    bandwidth = achievable_bytes_per_s(inst.gpu)
+    if inst._ep():
+        per_gpu = inst.ep_weight_read_bytes_per_gpu(tokens) + kv_bytes / inst.gpus
+        memory_s = per_gpu / bandwidth
+    else:
+        memory_s = (inst.weight_read_bytes(tokens) + kv_bytes) / (inst.gpus * bandwidth)
+    parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": inst._comm_s(tokens)}
+    parts.update(step_overhead_s=inst.step_overhead_s, layer_s=inst.layer_latency_s())
+    per_prompt = where(prompts > 0, tokens / np.maximum(prompts, 1e-300), 0.0)
+    counts = {"decode_requests": 0.0, "prompts": prompts, "new_tokens": per_prompt}
+    counts["groups"] = inst.gpus if inst._ep() else 1
+    compute, memory, comm, overhead = inst.engine_profile.adjust(parts, counts)
+    return where(tokens > 0, maximum(compute, memory) + comm + overhead, 0.0)
+
+
+def batch_step_s(inst: Instance, new_tokens, cached_tokens) -> float:
+    """Time of one prefill step over the chunks (new_tokens[i] after cached_tokens[i])."""
+    new = np.atleast_1d(np.rint(np.asarray(new_tokens, dtype=float)))
+    compute_s, kv_bytes = chunk_parts(inst, new, cached_tokens)
+    prompts = float(np.count_nonzero(new > 0))
+    return float(step_s(inst, float(compute_s.sum()), float(kv_bytes.sum()), new.sum(), prompts))
+
+
+# ---- the workload as chunk rows --------------------------------------------------------------
+def chunk_rows(uncached, cached, budget: int | None):
+    """(class of each row, new tokens, cached tokens): class i as ceil(n_i / budget) chunks
+    of at most `budget` tokens (one row with no budget, or no uncached tokens)."""
+    n = np.rint(np.asarray(uncached, dtype=float))
+    c = np.rint(np.asarray(cached, dtype=float))
+    if budget is None:
+        return np.arange(len(n)), n, c
+    chunks = np.maximum(np.ceil(n / budget), 1).astype(np.int64)
+    row_class = np.repeat(np.arange(len(n)), chunks)
+    first = np.cumsum(chunks) - chunks
+    index = np.arange(len(row_class)) - np.repeat(first, chunks)  # chunk number in its class
+    done = index * float(budget)
+    return row_class, np.minimum(n[row_class] - done, budget), c[row_class] + done
+
+
+@dataclass(frozen=True)
+class PrefillMix:
+    """The workload's prefill on one instance with a token budget: chunk rows and the mean
+    request's summed per-chunk parts."""
+
+    inst: Instance
+    budget_tokens: int
+    weight: np.ndarray  # class weights (sum 1)
+    row_class: np.ndarray
+    row_new: np.ndarray
+    row_compute_s: np.ndarray
+    row_kv_bytes: np.ndarray
+    mean_tokens: float  # N̄: uncached tokens per request
+    mean_chunks: float  # chunks (with tokens) per request
+    mean_compute_s: float  # summed over a mean request's chunks
+    mean_kv_bytes: float
+
+    @classmethod
+    def build(cls, inst: Instance, uncached, cached, weight, budget_tokens: int) -> PrefillMix:
+        w = np.asarray(weight, dtype=float)
+        w = w / w.sum()
+        row_class, new, cached_rows = chunk_rows(uncached, cached, budget_tokens)
+        compute_s, kv_bytes = chunk_parts(inst, new, cached_rows)
+        rw = w[row_class]
+        return cls(inst, int(budget_tokens), w, row_class, new, compute_s, kv_bytes,
+                   float(rw @ new), float(rw @ (new > 0)), float(rw @ compute_s),
+                   float(rw @ kv_bytes))  # fmt: skip
+
+    @property
+    def mean_chunk_tokens(self) -> float:
+        """n̄: the mean chunk, what a step holds at the least."""
+        return self.mean_tokens / self.mean_chunks if self.mean_chunks > 0 else 0.0
+
+    def step_s(self, tokens: float) -> float:
+        """S(b): a step of `tokens` tokens of the mean mix (b / N̄ requests' worth)."""
+        b = float(tokens)
+        q = b / self.mean_tokens if self.mean_tokens > 0 else 0.0
+        return float(step_s(self.inst, q * self.mean_compute_s, q * self.mean_kv_bytes, b,
+                            q * self.mean_chunks))  # fmt: skip
+
+    def full_step_cost_s(self) -> float:
+        """s_full: a mean request's share of a full step, S(B) N̄ / B."""
+        return float(self.step_s(self.budget_tokens)) * self.mean_tokens / self.budget_tokens
+
+    def capacity_rps(self) -> float:
+        """Requests per second one instance prefills in full steps."""
+        cost = self.full_step_cost_s()
+        return math.inf if cost <= 0 else 1.0 / cost
+
+    def operating_tokens(self, tokens_per_s: float) -> float:
+        """b: the smallest b in [n̄, B] with Λ S(b) <= b (B when none: saturated)."""
+        low, high = self.mean_chunk_tokens, float(self.budget_tokens)
+        if low >= high or tokens_per_s * float(self.step_s(low)) <= low:
+            return min(low, high)
+        if tokens_per_s * float(self.step_s(high)) > high:
+            return high
+        for _ in range(_FIXED_POINT_STEPS):  # S(b) / b falls with b: one crossing
+            mid = 0.5 * (low + high)
+            if tokens_per_s * float(self.step_s(mid)) <= mid:
+                high = mid
+            else:
+                low = mid
+        return high
+
+    def own_s(self, tokens: float) -> np.ndarray:
+        """Each class's prefill: the steps carrying its chunks, each filled with the mean mix
+        up to `tokens` (the others' share b - n̄, at most what the budget leaves)."""
+        fill = np.clip(min(tokens, self.budget_tokens) - self.mean_chunk_tokens, 0.0, None)
+        fill = np.minimum(fill, self.budget_tokens - self.row_new)
+        q = fill / self.mean_tokens
+        rows = step_s(self.inst, self.row_compute_s + q * self.mean_compute_s,
+                      self.row_kv_bytes + q * self.mean_kv_bytes, self.row_new + fill,
+                      (self.row_new > 0) + q * self.mean_chunks)  # fmt: skip
+        rows = np.asarray(rows, dtype=float)
+        return np.bincount(self.row_class, weights=rows, minlength=len(self.weight))
+
+
+@dataclass(frozen=True)
+class PrefillPool:
+    """The prefill pool at one rate: each class's own time, the wait, the load."""
+
+    service_s: np.ndarray  # each class's own steps
+    wait: WaitModel
+    utilization_frac: float  # of the capacity in full steps
+    step_tokens: float  # b, the mean tokens per step
+
+
+def pool(mix: PrefillMix, rate: float, servers: int, cv2_arrival: float, what: str):
+    """The pool of `servers` instances at `rate` requests/s (module docstring)."""
+    s_full = mix.full_step_cost_s()
+    tokens_per_s = rate * mix.mean_tokens / servers
+    b = mix.operating_tokens(tokens_per_s)
+    own = mix.own_s(b)
+    mean = float(mix.weight @ own)
+    cv2 = float(mix.weight @ (own - mean) ** 2) / mean**2 if mean > 0 else 0.0
+    base = ggc_wait(rate, s_full, servers, cv2_arrival, cv2, what=what)  # saturation here
+    step, lone = float(mix.step_s(b)), float(mix.step_s(mix.mean_chunk_tokens))
+    busy = min(1.0, tokens_per_s * step / b) if b > 0 else 0.0
+    gate_prob = busy**servers
+    added_s = gate_prob * max(step - lone, 0.0) / (servers + 1)
+    wait = _add_mean(base, gate_prob, added_s)
+    return PrefillPool(own, wait, rate * s_full / servers, b)
+
+
+def _add_mean(base: WaitModel, prob: float, added_s: float) -> WaitModel:
+    """`base` with `added_s` more mean wait, felt with chance `prob` (one wait model: the
+    larger of the two chances, the exponential's mean set by the total)."""
+    if added_s <= 0:
+        return base
+    p = max(base.prob_wait if not base.is_zero else 0.0, prob)
+    return WaitModel(p, p / (base.mean_s() + added_s))
+
+
+_MEMO: dict = {}
+
+
+def prefill_mix(inst: Instance, classes, budget_tokens: int) -> PrefillMix:
+    """`PrefillMix.build` for `classes` (RequestClasses), memoised per (instance, classes,
+    budget) object identity: the planner asks the same pool at every rate it tries."""
+    key = (id(inst), id(classes), budget_tokens)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is inst and hit[1] is classes:
+        return hit[2]
+    if len(_MEMO) >= _MEMO_LIMIT:
+        _MEMO.clear()
+    mix = PrefillMix.build(
+        inst, classes.uncached_tokens, classes.cached_tokens, classes.weight, budget_tokens
+    )
+    _MEMO[key] = (inst, classes, mix)
+    return mix
+
+
+def batching_applies(budget_per_gpu: int | None, architecture: str) -> bool:
+    """Batched prefill is modelled for the prefill pools of the disaggregated architectures;
+    colocated instances mix prefill chunks into decode steps (sim/aggregated.py), another
+    mechanism, and keep one prefill at a time here."""
+    return budget_per_gpu is not None and architecture != "colocated"
+
+
+def prefill_queue(inst: Instance, classes, servers: int, rate: float, cv2_arrival: float,
+                  budget_per_gpu: int | None, architecture: str):  # fmt: skip
+    """(each class's prefill time, its wait, the pool's load) at `rate`: the batched pool
+    when batching applies, else one request at a time (G/G/c, Allen-Cunneen)."""
+    what = f"prefill ({servers} x {inst.gpus} {inst.gpu.id})"
+    if batching_applies(budget_per_gpu, architecture):
+        mix = prefill_mix(inst, classes, budget_tokens(inst, budget_per_gpu))
+        p = pool(mix, rate, servers, cv2_arrival, what)
+        return p.service_s, p.wait, p.utilization_frac
+    service = np.asarray(inst.prefill_time_s(classes.uncached_tokens, classes.cached_tokens))
+    service = service.astype(float)
+    mean = classes.mean(service)
+    cv2 = classes.mean((service - mean) ** 2) / mean**2 if mean > 0 else 0.0
+    wait = ggc_wait(rate, mean, servers, cv2_arrival, cv2, what=what)
+    return service, wait, rate * mean / servers
+
+
+def prefill_capacity_rps(inst: Instance, classes, budget_per_gpu, architecture) -> float:
+    """Requests per second one instance prefills at most: full steps when batching applies,
+    else 1 / the mean prefill time."""
+    if batching_applies(budget_per_gpu, architecture):
+        return prefill_mix(inst, classes, budget_tokens(inst, budget_per_gpu)).capacity_rps()
+    service = np.asarray(inst.prefill_time_s(classes.uncached_tokens, classes.cached_tokens))
+    mean = classes.mean(service.astype(float))
+    return math.inf if mean <= 0 else 1.0 / mean
