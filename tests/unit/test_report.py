@@ -120,7 +120,7 @@ def test_the_plan_table_matches_the_json(solved_with_report):
     assert total[7] == f"${metrics['cost_usd_per_hour']:,.2f}"
     assert f"${metrics['cost_usd_per_hour']:,.2f}/h" in section(text, "Summary")
     policy = plan["policy"]
-    assert f"at or above {policy['rld_hit_threshold']:g}" in section(text, "2. The plan")
+    assert f"at a {policy['rld_hit_threshold']:g} hit" in section(text, "2. The plan")
 
 
 def test_the_bom_and_the_report_agree(solved_with_report):
