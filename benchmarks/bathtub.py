@@ -2,6 +2,7 @@
 against the mean prefix hit rate, each architecture solved alone (max BCR) at each point.
 
     python benchmarks/bathtub.py [--means 0.3,0.4,...] [--jobs N] [--out DIR]
+        [--stream] [--stripes N] [--max-lines N] [--tag NAME]
 
 The family of hit-rate distributions: `pdd-paper`'s own (five uniform bins, mean 0.902)
 moved to each mean m by the sizing report's rule (pdd_plan.plan.variants.HIT_RATE_RULE,
@@ -18,6 +19,10 @@ and architecture: status, BCR, goodput, cost and its parts by role and line, the
 role and each role's utilisation, the policy, the line's load) and bathtub.png (the
 sweep's bathtub plot: BCR against the mean hit rate, PDD / IDC-PD below). Prints a
 Markdown table and, per architecture, whether BCR has an interior minimum.
+
+The line's engine knobs are the scenario's (pdd-paper: no streaming, one connection per
+transfer, at most 4 lines) unless --stream, --stripes or --max-lines set them for every
+point; --tag names such a variant's files (bathtub-TAG.csv, bathtub-TAG.png).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ SCENARIO = "pdd-paper"
 MEANS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.97)
 ARCHITECTURES = ("pdd", "idc_pd", "cdc_pd")
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12: the month the catalog's line prices are quoted for
+KNOBS = ("stream_during_prefill", "stripes_per_transfer", "pool_hold", "max_lines")
 ROLES = ("prefill", "relay_decode", "decode", "main_decode", "colocated")
 
 
@@ -156,13 +162,25 @@ def main() -> None:
     parser.add_argument("--means", default=",".join(f"{m:g}" for m in MEANS))
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    parser.add_argument("--stream", action="store_true", help="wan.stream_during_prefill")
+    parser.add_argument("--stripes", type=int, help="wan.stripes_per_transfer")
+    parser.add_argument("--max-lines", type=int, help="wan.max_lines")
+    parser.add_argument("--tag", default="", help="suffix of the output files")
     args = parser.parse_args()
     means = [float(x) for x in args.means.split(",")]
     catalog = Catalog()
-    s = load_scenario(resolve_scenario_path(SCENARIO), catalog)
     specs = [f"{HIT_MEAN_KEY}={','.join(f'{m:g}' for m in means)}",
              f"{ARCH_KEY}={','.join(ARCHITECTURES)}"]  # fmt: skip
     sweep = sw.prepare(SCENARIO, specs, catalog=catalog)
+    wan = sweep.data["wan"]  # the line's knobs for every point (the scenario's otherwise)
+    knobs = {"stream_during_prefill": args.stream or None,
+             "stripes_per_transfer": args.stripes, "max_lines": args.max_lines}  # fmt: skip
+    for key, value in knobs.items():
+        if value is not None:
+            wan[key] = value
+    s = load_scenario(resolve_scenario_path(SCENARIO), catalog)
+    shown = ", ".join(f"{k} {wan.get(k, 'default')}" for k in KNOBS)
+    print(f"line knobs: {shown}")
     start = time.perf_counter()
     rows = sw.run(sweep, jobs=args.jobs, catalog=catalog)
     print(f"{len(rows)} solves in {time.perf_counter() - start:.0f} s "
@@ -171,10 +189,11 @@ def main() -> None:
     print_table(table, means)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bathtub.csv").write_text(csv_text(table))
+    name = f"bathtub-{args.tag}" if args.tag else "bathtub"
+    (out / f"{name}.csv").write_text(csv_text(table))
     fig = bathtub_figure(rows, [HIT_MEAN_KEY, ARCH_KEY], s.workload.prefix_hit_rate.mean())
-    (out / "bathtub.png").write_bytes(render(fig)[1])
-    print(f"\nwrote {out / 'bathtub.csv'} and {out / 'bathtub.png'}")
+    (out / f"{name}.png").write_bytes(render(fig)[1])
+    print(f"\nwrote {out / (name + '.csv')} and {out / (name + '.png')}")
 
 
 if __name__ == "__main__":
