@@ -1,12 +1,16 @@
 """The closed forms against the simulator on the agreement suite (pdd_plan/sim/agreement.py).
 
     python benchmarks/agreement.py [--requests N] [--goodput-requests N] [--no-goodput]
+        [--only TEXT] [--exclude NAMES] [--part i/n] [--seeds K]
 
 Prints a Markdown table, scenario x metric: closed form, simulator [95 % interval],
 difference, within tolerance (TTFT and TPOT P50/P90/P99 and the largest-gap P90 15 %,
 goodput 5 %; "n/a" where the interval is too wide to judge). Each goodput trial runs at
 least --goodput-requests requests and five times the longest decode-slot hold, and counts
-a decode role at 98 % of its slots as saturated (pdd_plan/sim/agreement.py).
+a decode role at 98 % of its slots as saturated (pdd_plan/sim/agreement.py). With
+--seeds K each case runs K independent seeds and each metric is their median with the
+union of their intervals (near saturation a tail percentile is set by a few long queue
+episodes and one run's interval understates the spread between runs).
 """
 
 from __future__ import annotations
@@ -48,13 +52,17 @@ def main() -> None:
         help="i/n: every n-th group of cases that share a goodput, from the i-th",
     )
     parser.add_argument("--exclude", default="", help="comma-separated case names to leave out")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="independent runs per case: each metric is the median of their "
+                             "values with the union of their intervals")  # fmt: skip
     args = parser.parse_args()
     catalog = Catalog()
     metrics = list(METRICS)
     if not args.no_goodput:
         metrics.append("goodput")
-    print(f"requests per case: {args.requests:,} (goodput: bisection, at least "
-          f"{args.goodput_requests:,} requests and 5 longest slot holds per trial)\n")  # fmt: skip
+    print(f"requests per case: {args.requests:,} x {args.seeds} seed(s) (goodput: "
+          f"bisection, at least {args.goodput_requests:,} requests and 5 longest slot "
+          f"holds per trial)\n")  # fmt: skip
     print("| case | rate req/s | metric | closed form | simulator [95 % CI] | diff | ok |")
     print("|---|---|---|---|---|---|---|")
     start = time.perf_counter()
@@ -66,7 +74,7 @@ def main() -> None:
     excluded = set(args.exclude.split(","))
     goodputs: dict = {}
     for case in (c for c in mine if args.only in c.name and c.name not in excluded):
-        row = compare(case, REPO, args.requests, catalog=catalog)
+        row = compare(case, REPO, args.requests, catalog=catalog, seeds=args.seeds)
         closed, simulated = dict(row.closed), dict(row.simulated)
         if not args.no_goodput:
             key = dataclasses.replace(case, name="", load_frac=0.0)

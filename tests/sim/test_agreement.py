@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan.sim.agreement import SUITE, TOLERANCE, compare, verdict
+from pdd_plan.sim.agreement import SUITE, TOLERANCE, compare, envelope, verdict
+from pdd_plan.sim.stats import Estimate
 
 REPO = Path(__file__).resolve().parents[2]
 REQUESTS = 2500
@@ -63,3 +64,14 @@ def test_closed_form_agrees_with_the_simulator(rows, case):
             bad.append(f"{metric}: closed {row.closed[metric]:.4g}, sim {e.value:.4g} "
                        f"[{e.low:.4g}, {e.high:.4g}]")  # fmt: skip
     assert not bad, "; ".join(bad)
+
+
+def test_independent_seeds_make_one_estimate():
+    """Three runs with values 1, 3, 2 and intervals [0.9, 1.1], [2, 4], [1.5, 2.5]: the
+    median value 2 and the union [0.9, 4]; a closed form of 3.6 is then 'n/a' (inside the
+    union widened by 15 %: 3.6 < 4 x 1.15), where against the first run alone it is 'no'."""
+    runs = [Estimate(1.0, 0.9, 1.1), Estimate(3.0, 2.0, 4.0), Estimate(2.0, 1.5, 2.5)]
+    both = envelope(runs)
+    assert (both.value, both.low, both.high) == (2.0, 0.9, 4.0)
+    assert verdict(3.6, both, 0.15) == "n/a" and verdict(3.6, runs[0], 0.15) == "no"
+    assert envelope(runs[:1]) == runs[0]
