@@ -408,20 +408,29 @@ def sizing_report(
 
 def explain_scenario(
     scenario: str | Path | None = None,
-    architecture: str = "pdd",
+    architecture: str | None = None,
     catalog: Catalog | None = None,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
 ) -> dict:
     """`pdd-plan explain`: binding limits of the best plan, what relaxing each is worth,
-    pruned candidates, the binding role. Raises InfeasibleError with the shortfall."""
+    pruned candidates, the binding role. Raises InfeasibleError with the shortfall.
+    `architecture` None: the one `solve` recommends (its `architecture_choice` added);
+    where none has a plan, the scenario's first, whose shortfall is then named."""
     from pdd_plan.plan.explain import explain
 
     catalog = catalog or Catalog()
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
     model = catalog.model_for(s)
+    choice = None
+    if architecture is None:
+        chosen, _ = solve_choosing(s, catalog, resolution, time_limit_s)
+        choice = chosen.get("architecture_choice") if chosen.get("plan") else None
+        architecture = chosen["plan"]["architecture"] if choice else s.architectures[0]
     out = explain(s, model, catalog.gpus, catalog.lines, architecture, resolution, time_limit_s)
     out["engine_profile"] = profile_summary(s.engine.profile)  # how far to trust it (#13)
+    if choice is not None:
+        out["architecture_choice"] = choice
     return out
 
 

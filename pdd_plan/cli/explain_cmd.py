@@ -33,30 +33,13 @@ def explain(
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.api import explain_scenario
 
-    choice = None
-    if architecture is None:  # the plan `solve` would give, not a fixed architecture
-        architecture, choice = recommended(scenario, time_limit)
-    check_architecture(architecture)
+    if architecture is not None:  # else the one `solve` recommends
+        check_architecture(architecture)
     result = explain_scenario(scenario, architecture, time_limit_s=time_limit)
-    if choice is not None:
-        result["architecture_choice"] = choice
     if format is Format.json:
         print_json(result)
         return
     print_explanation(result)
-
-
-def recommended(scenario, time_limit: float) -> tuple[str, dict | None]:
-    """The architecture `solve` chooses and its `architecture_choice`; where none has a
-    plan, the scenario's first (explain then names its shortfall)."""
-    from pdd_plan.api import solve_scenario
-
-    result, _ = solve_scenario(scenario, None, time_limit_s=time_limit)
-    choice = result.get("architecture_choice") or {}
-    if result.get("plan"):
-        return result["plan"]["architecture"], choice
-    first = (choice.get("candidates") or [{"architecture": "pdd"}])[0]["architecture"]
-    return first, None
 
 
 def _headroom(c: dict) -> str:
