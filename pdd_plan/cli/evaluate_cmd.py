@@ -72,10 +72,10 @@ def _instances_table(p: dict) -> None:
             [[x["tier"], f"{x['capacity_gbit_per_s']:g}", x["count"]] for x in p["lines"]],
         )
     cache = p.get("decode_cache")
-    if cache:  # the decode-side cache tier bought per main-decode instance (#12)
-        size = (f"{cache['tb_per_instance']:g} TB of {cache['tier']} per main-decode instance "
+    if cache:  # the decode-side cache tier the plan buys for its main decode (#12)
+        size = (f"{cache['tb']:g} TB of {cache['tier']} for the main-decode instances "
                 f"(${cache['price_usd_per_tb_month']:,.2f}/TB-month)")  # fmt: skip
-        console.print("decode-side cache: " + (size if cache["tb_per_instance"] else "none"))
+        console.print("decode-side cache: " + (size if cache["tb"] else "none"))
 
 
 def _latency_table(m: dict) -> None:

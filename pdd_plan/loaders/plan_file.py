@@ -10,7 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.loaders.scenario_cache import MAX_TB_PER_INSTANCE
+from pdd_plan.loaders.scenario_cache import MAX_TB
 from pdd_plan.loaders.strict import Node, Problems, load_yaml
 from pdd_plan.loaders.suggest import did_you_mean
 from pdd_plan.model.cache_tier import NO_TIER, CacheBuy
@@ -80,10 +80,10 @@ def _decode_cache(node: Node, catalog: Catalog) -> CacheBuy | None:
     the catalog's unless the file states one (a plan priced under another catalog)."""
     if node.is_missing or node.value is None:
         return None
-    f = node.mapping(required=("tier", "tb_per_instance"), optional=("price_usd_per_tb_month",))
+    f = node.mapping(required=("tier", "tb"), optional=("price_usd_per_tb_month",))
     if f is None:
         return None
-    tb = f["tb_per_instance"].number(required=True, minimum=0, maximum=MAX_TB_PER_INSTANCE)
+    tb = f["tb"].number(required=True, minimum=0, maximum=MAX_TB)
     if tb == 0:  # no tier bought: the tier's name is "none" (or any, and ignored)
         f["tier"].string(required=True)
         return CacheBuy(NO_TIER, 0.0)

@@ -1,22 +1,31 @@
-"""The decode-side KV cache tier as a bought item: host DRAM or NVMe SSD per main-decode
-instance (the tier Mooncake, LMCache and SGLang HiCache keep evicted prefixes in).
+"""The decode-side KV cache tier as a bought item: host DRAM or NVMe SSD on the
+main-decode side (the tier Mooncake, LMCache and SGLang HiCache keep evicted prefixes in).
 
-Pure numbers. A scenario offers options (`CacheOptions`: tiers x TB per instance); a plan
-holds one `CacheBuy` (in its routing policy, so every search key and memo carries it);
-its capacity in tokens is what the decode-side cache curve reads, its price a cost item.
+Pure numbers. A scenario offers options (`CacheOptions`: tiers x TB); a plan holds one
+`CacheBuy` (in its routing policy, so every search key and memo carries it); its capacity
+in tokens is what the decode-side cache curve reads, its price a cost item.
+
+The size is the main-decode side's total, pooled over its instances (Mooncake Store pools
+host DRAM and SSD across nodes; conversations stick to the instance holding their prefix,
+so per-instance caches add up the same way). A total, not a size per instance, keeps the
+bytes that cross the WAN a property of the policy alone: the exact search's line bounds
+and WAN ceilings (space.py, ceilings.py) stay proofs, whatever the instance counts. What
+one host can hold (1-4 TB of DRAM in an 8-GPU server) is not checked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from pdd_plan.units import HOURS_PER_MONTH, TERA
 
 MEDIA = ("dram", "ssd")
 NO_TIER = "none"  # the option of no cache tier (0 TB): the decode side keeps nothing
-# `tb_per_instance: auto`: none, then doubling from 1 TB to 8 TB, the range of host DRAM
-# (1-4 TB in an 8-GPU server) and of a few local NVMe drives per server
-AUTO_TB_PER_INSTANCE = (0.0, 1.0, 2.0, 4.0, 8.0)
+# `tb_total: auto`: none, then 2 TB (the host DRAM of one 8-GPU server) in steps of 4x to
+# 128 TB (a rack of NVMe servers): a few options spanning two and a half decades, as the
+# line tiers span 1-400 Gbit/s
+AUTO_TB_TOTAL = (0.0, 2.0, 8.0, 32.0, 128.0)
 MAIN_DECODE = "main_decode"
 
 
@@ -37,40 +46,38 @@ class CacheOptions:
     """`policy.decode_cache` of a scenario: the tiers and sizes the planner may buy."""
 
     tiers: tuple[str, ...]
-    tb_per_instance: tuple[float, ...]  # ascending, distinct
+    tb_total: tuple[float, ...]  # ascending, distinct
     # each tier's price per TB-month, from the catalog when the scenario was read
     price_usd_per_tb_month: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
 class CacheBuy:
-    """What a plan buys: `tb_per_instance` TB of `tier` on every main-decode instance, at
-    the price the catalog (or the plan file) gave when the plan was made."""
+    """What a plan buys: `tb` TB of `tier` on the main-decode side, at the price the
+    catalog (or the plan file) gave when the plan was made."""
 
     tier: str
-    tb_per_instance: float
+    tb: float
     price_usd_per_tb_month: float = 0.0
 
     @property
-    def usd_per_instance_hour(self) -> float:
-        return self.tb_per_instance * self.price_usd_per_tb_month / HOURS_PER_MONTH
+    def usd_per_hour(self) -> float:
+        return self.tb * self.price_usd_per_tb_month / HOURS_PER_MONTH
 
     def label(self) -> str:
-        if self.tb_per_instance <= 0:
-            return "no cache tier"
-        return f"{self.tb_per_instance:g} TB {self.tier}"
+        return "no cache tier" if self.tb <= 0 else f"{self.tb:g} TB {self.tier}"
 
 
 def buy_options(options: CacheOptions) -> tuple[CacheBuy, ...]:
     """Every (tier, size) a scenario allows, 0 TB once (no tier), cheapest first."""
-    out = [CacheBuy(NO_TIER, 0.0)] if 0.0 in options.tb_per_instance else []
+    out = [CacheBuy(NO_TIER, 0.0)] if 0.0 in options.tb_total else []
     out += [
         CacheBuy(t, tb, price)
         for t, price in zip(options.tiers, options.price_usd_per_tb_month, strict=True)
-        for tb in options.tb_per_instance
+        for tb in options.tb_total
         if tb > 0
     ]
-    return tuple(sorted(out, key=lambda b: (b.usd_per_instance_hour, -b.tb_per_instance)))
+    return tuple(sorted(out, key=lambda b: (b.usd_per_hour, -b.tb)))
 
 
 def kv_bytes_per_token(scenario, model) -> float:
@@ -81,14 +88,19 @@ def kv_bytes_per_token(scenario, model) -> float:
     return float(stated) if stated else float(model.kv_bytes_per_token(scenario.kv_dtype))
 
 
-def capacity_tokens(buy: CacheBuy, md_instances: int, bytes_per_token: float) -> float:
-    """Tokens the main-decode side caches: instances x TB x 1e12 / bytes per token (each
-    instance caches the conversations routed to it, so the capacities add)."""
-    return md_instances * buy.tb_per_instance * TERA / bytes_per_token
+def capacity_tokens(buy: CacheBuy, bytes_per_token: float) -> float:
+    """Tokens the main-decode side caches: TB x 1e12 / bytes per token."""
+    return buy.tb * TERA / bytes_per_token
 
 
-def main_decode_instances(deployment) -> int:
-    return sum(g.count for g in deployment.instances if g.role == MAIN_DECODE)
+def scenario_at(scenario, buy: CacheBuy | None, model):
+    """The scenario with the capacity a cache buy gives as its fixed decode-side capacity
+    (what the cache curve reads); unchanged without a buy."""
+    if buy is None:
+        return scenario
+    tokens = capacity_tokens(buy, kv_bytes_per_token(scenario, model))
+    policy = dataclasses.replace(scenario.policy, decode_cache_capacity_tokens=tokens)
+    return dataclasses.replace(scenario, policy=policy)
 
 
 def deployment_capacity_tokens(scenario, deployment, model) -> float | None:
@@ -97,5 +109,4 @@ def deployment_capacity_tokens(scenario, deployment, model) -> float | None:
     buy = getattr(deployment.policy, "decode_cache", None)
     if buy is None:
         return scenario.policy.decode_cache_capacity_tokens
-    md = main_decode_instances(deployment)
-    return capacity_tokens(buy, md, kv_bytes_per_token(scenario, model))
+    return capacity_tokens(buy, kv_bytes_per_token(scenario, model))

@@ -46,7 +46,7 @@ class RoutingPolicy:
     rld_hit_threshold: float = 0.9
     handoff: str = "catch_up"  # catch_up | one_shot
     short_output_cutoff: bool = False
-    # the decode-side cache tier bought per main-decode instance (model/cache_tier.py);
+    # the decode-side cache tier bought for the main-decode side (model/cache_tier.py);
     # None: not a decision (the scenario's fixed capacity, unlimited by default). Kept in
     # the policy so every search key and memo that holds the policy tells plans apart.
     decode_cache: CacheBuy | None = None

@@ -25,6 +25,6 @@ def plan_json(deployment: Deployment) -> dict:
     }  # fmt: skip
     if p.decode_cache is not None:  # only when bought: plans without one read as before
         c = p.decode_cache
-        out["decode_cache"] = {"tier": c.tier, "tb_per_instance": c.tb_per_instance,
+        out["decode_cache"] = {"tier": c.tier, "tb": c.tb,
                                "price_usd_per_tb_month": c.price_usd_per_tb_month}  # fmt: skip
     return out

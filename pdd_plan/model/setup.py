@@ -168,18 +168,15 @@ def cost_items(scenario: Scenario, deployment: Deployment, gpus, lines) -> list[
 
 
 def decode_cache_items(deployment: Deployment) -> list[CostItem]:
-    """The decode-side cache tier: TB per main-decode instance x instances, at the plan's
-    price per TB-month (units: TB; none when no tier is bought)."""
+    """The decode-side cache tier: its TB at the plan's price per TB-month, charged where
+    the main-decode instances are (units: TB; none when no tier is bought)."""
     buy = deployment.decode_cache
-    if buy is None or buy.tb_per_instance <= 0:
+    groups = [g for g in deployment.instances if g.role == MAIN_DECODE and g.count > 0]
+    if buy is None or buy.tb <= 0 or not groups:
         return []
     per_tb_hour = buy.price_usd_per_tb_month / HOURS_PER_MONTH
-    return [
-        CostItem("decode_cache", g.datacenter, g.role, buy.tier, g.count * buy.tb_per_instance,
-                 per_tb_hour, g.count * buy.usd_per_instance_hour)
-        for g in deployment.instances
-        if g.role == MAIN_DECODE and g.count > 0
-    ]  # fmt: skip
+    return [CostItem("decode_cache", groups[0].datacenter, MAIN_DECODE, buy.tier, buy.tb,
+                     per_tb_hour, buy.usd_per_hour)]  # fmt: skip
 
 
 def _offer(scenario: Scenario, datacenter: str, gpu_id: str):

@@ -39,18 +39,18 @@ def next_option(options: CacheOptions, chosen: CacheBuy) -> CacheOptions | None:
     when it is the smallest), or the smallest size of the cheapest tier when none was
     bought; None when the scenario offers nothing else."""
     buys = buy_options(options)
-    if chosen.tb_per_instance > 0:
-        size = chosen.tb_per_instance
-        smaller = [b for b in buys if b.tb_per_instance < size and b.tier in (chosen.tier, NO_TIER)]
-        pick = max(smaller, key=lambda b: b.tb_per_instance, default=None)
+    if chosen.tb > 0:
+        size = chosen.tb
+        smaller = [b for b in buys if b.tb < size and b.tier in (chosen.tier, NO_TIER)]
+        pick = max(smaller, key=lambda b: b.tb, default=None)
     else:
-        bought = [b for b in buys if b.tb_per_instance > 0]
-        pick = min(bought, key=lambda b: (b.usd_per_instance_hour, b.tb_per_instance), default=None)
+        bought = [b for b in buys if b.tb > 0]
+        pick = min(bought, key=lambda b: (b.usd_per_hour, b.tb), default=None)
     if pick is None:
         return None
-    if pick.tb_per_instance == 0:
+    if pick.tb == 0:
         return CacheOptions(options.tiers[:1], (0.0,), options.price_usd_per_tb_month[:1])
-    return CacheOptions((pick.tier,), (pick.tb_per_instance,), (pick.price_usd_per_tb_month,))
+    return CacheOptions((pick.tier,), (pick.tb,), (pick.price_usd_per_tb_month,))
 
 
 def cache_response(scenario, result, solve_again, gpus, lines) -> dict | None:
@@ -91,7 +91,7 @@ def sentence(chosen: CacheBuy, alternative: CacheBuy, delta: dict[str, float]) -
     moves = [f"{names[k]} {v:+,.2f} $/h" for k, v in delta.items() if abs(v) >= 0.005]
     net = sum(delta.values())
     what = "; ".join(moves) or "no change"
-    smaller = alternative.tb_per_instance < chosen.tb_per_instance
+    smaller = alternative.tb < chosen.tb
     verdict = (
         f"so {chosen.label()} saves {net:,.2f} $/h" if net > 0
         else f"so {alternative.label()} would cost {-net:,.2f} $/h less (not proven better: "

@@ -48,6 +48,7 @@ def formulate(
     budget_usd_per_hour: float | None = None,
     ratio_q: float | None = None,
     name: str = "pdd_plan",
+    fixed_usd_per_hour: float = 0.0,
 ) -> Formulation:
     """`demand_rps` fixes the rate (min cost); otherwise the rate is a variable between
     `rate_floor_rps` and `rate_cap_rps`, maximised (`ratio_q` None) or traded against
@@ -75,6 +76,7 @@ def formulate(
     cost = pulp.lpSum(c.price_usd_per_hour * n[c.key] for c in usable) + pulp.lpSum(
         line_price_usd_per_hour(scenario, tiers[t]) * leases[t] for t in leases
     )
+    cost += fixed_usd_per_hour  # what the policy pays whatever the counts (its cache tier)
     for role, demand in demands.items():
         mine = [c for c in usable if c.role == role]
         if all(math.isfinite(c.capacity_rps) for c in mine):  # inf: the role gets no tokens

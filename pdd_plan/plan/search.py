@@ -309,7 +309,7 @@ class Search:
         gpus = sum(
             ch.price_usd_per_hour * (b + k) for ch, b, k in zip(picks, base, where, strict=False)
         )
-        return gpus + sp.lines[where[-1]].cost_usd_per_hour
+        return gpus + sp.lines[where[-1]].cost_usd_per_hour + sp.fixed_usd_per_hour
 
     def _ceiling(self, sp: Space, picks, counts, line: LineOption) -> float:
         """The most any plan of these counts and line could carry (bounds.py): above it a
@@ -411,6 +411,7 @@ class Search:
         return (
             sum(ch.price_usd_per_hour * ch.min_count for ch in picks)
             + sp.lines[0].cost_usd_per_hour
+            + sp.fixed_usd_per_hour
         )
 
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from pdd_plan.errors import InfeasibleError, SaturatedError
 from pdd_plan.model import routing as rt
-from pdd_plan.model.cache_tier import MAIN_DECODE, buy_options
+from pdd_plan.model.cache_tier import buy_options
 from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import (
     ARCHITECTURE_ROLES,
@@ -180,13 +180,20 @@ def _deployment(arch, form, usable, tiers, policy) -> Deployment:
     return Deployment(arch, groups, lines, policy)
 
 
-def _optimise(scenario, usable, demands, tiers, bits, time_limit_s):
-    """One MILP (or a Dinkelbach sequence of them) for the scenario's objective."""
+def _optimise(scenario, usable, demands, tiers, bits, time_limit_s, fixed=0.0):
+    """One MILP (or a Dinkelbach sequence of them) for the scenario's objective; `fixed`:
+    $/h every plan of the policy pays (its cache tier)."""
     obj = scenario.objective
     offered = scenario.workload.arrival_rate_per_s
     if obj.kind == "min_cost":
         form = formulate(
-            scenario, usable, demands, tiers, bits, demand_rps=obj.demand_rps or offered
+            scenario,
+            usable,
+            demands,
+            tiers,
+            bits,
+            demand_rps=obj.demand_rps or offered,
+            fixed_usd_per_hour=fixed,
         )
         return form, solve_milp(form, time_limit_s)
     if obj.kind == "max_goodput":
@@ -198,6 +205,7 @@ def _optimise(scenario, usable, demands, tiers, bits, time_limit_s):
             bits,
             budget_usd_per_hour=obj.budget_usd_per_hour,
             rate_cap_rps=10 * offered,
+            fixed_usd_per_hour=fixed,
         )
         return form, solve_milp(form, time_limit_s)
     q, best = 0.0, None  # Dinkelbach: maximise rate - q cost until the optimum is 0
@@ -212,6 +220,7 @@ def _optimise(scenario, usable, demands, tiers, bits, time_limit_s):
             rate_cap_rps=BCR_HEADROOM * offered,
             ratio_q=q,
             budget_usd_per_hour=obj.budget_usd_per_hour,
+            fixed_usd_per_hour=fixed,
         )
         status = solve_milp(form, time_limit_s)
         if status != "Optimal":
@@ -237,9 +246,7 @@ def _milp_inputs(sized, model, catalog_gpus, arch, policy, all_classes, offered,
         demands = cd.role_demands(
             arch, classes, routes, _rld_tokens(sized, classes, routes, wan_times)
         )
-        cands = _with_cache_price(
-            cd.candidates(sized, model, catalog_gpus, arch, classes, demands), policy
-        )
+        cands = cd.candidates(sized, model, catalog_gpus, arch, classes, demands)
         inputs.append((bits, demands, cands))
     if len(inputs) == 1:
         return inputs[0]
@@ -258,20 +265,6 @@ def _milp_inputs(sized, model, catalog_gpus, arch, policy, all_classes, offered,
             first = dataclasses.replace(first, capacity_rps=min(per_unit))
         merged.append(dataclasses.replace(first, pruned=pruned))
     return bits, demands, merged
-
-
-def _with_cache_price(cands: list, policy: RoutingPolicy) -> list:
-    """Main-decode candidates at their price with the policy's cache tier (as space.py)."""
-    buy = policy.decode_cache
-    if buy is None or buy.tb_per_instance <= 0:
-        return cands
-    extra = buy.usd_per_instance_hour
-    return [
-        dataclasses.replace(c, price_usd_per_hour=c.price_usd_per_hour + extra)
-        if c.role == MAIN_DECODE
-        else c
-        for c in cands
-    ]
 
 
 def _size_for_policy(
@@ -336,7 +329,8 @@ def _milp_runner(scenario, model, gpus, tiers, arch, all_classes, time_limit_s, 
             missing = [r for r in demands if not any(c.role == r for c in usable)]
             form, status = None, ""
             if not missing:
-                form, status = _optimise(sized, usable, demands, tiers, bits, time_limit_s)
+                fixed = policy.decode_cache.usd_per_hour if policy.decode_cache else 0.0
+                form, status = _optimise(sized, usable, demands, tiers, bits, time_limit_s, fixed)
             memo[key] = (cands, usable, missing, form, status)
         return memo[key]
 

@@ -10,15 +10,9 @@ more capacity than a cheaper one (with monotonicity in the line capacity, never 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from pdd_plan.model.cache_tier import (
-    MAIN_DECODE,
-    NO_TIER,
-    CacheBuy,
-    capacity_tokens,
-    kv_bytes_per_token,
-)
+from pdd_plan.model.cache_tier import scenario_at
 from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, InstanceGroup, LineLease
 from pdd_plan.model.network import WanLink
@@ -59,6 +53,8 @@ class Space:
     lines: tuple[LineOption, ...]  # by cost, capacity rising
     pruned: dict[str, str]  # candidate -> why no plan can use it
     bounds: dict = field(default_factory=dict)  # choice -> its RoleBound per distribution
+    # what every plan of the policy pays whatever its counts (the decode-side cache tier)
+    fixed_usd_per_hour: float = 0.0
 
 
 class Spaces:
@@ -71,7 +67,6 @@ class Spaces:
         self._instances: dict = {}
         self._bounds: dict = {}
         self._cache_scenarios: dict = {}  # policy -> scenario at its cache's capacity
-        self._bare_spaces: dict = {}  # policy without a cache tier -> its Space
         self._max_gpus = {
             (dc.id, o.gpu): o.max_gpus for dc in scenario.datacenters for o in dc.gpus
         }
@@ -82,34 +77,14 @@ class Spaces:
 
     def scenario_for(self, policy):
         """The scenario as the policy's routes read it: where the policy buys a cache tier,
-        its capacity fixed at the fewest main-decode instances any plan of the policy has
-        (their least count with no cache tier). A plan with more instances holds more
-        cache and ships fewer bytes than the space assumed: its line bounds are then
-        conservative (a plan could be skipped that more MD cache would let a smaller line
-        carry), while `evaluate` reads the plan's own capacity."""
-        buy = policy.decode_cache
-        if buy is None:
+        its capacity as the fixed decode-side capacity (cache_tier.py: a total, so the
+        routes, bounds and line options of the policy hold for every plan of it)."""
+        if policy.decode_cache is None:
             return self.scenario
         if policy not in self._cache_scenarios:
-            capacity = 0.0
-            if buy.tb_per_instance > 0:
-                fewest = self._fewest_main_decode(
-                    replace(policy, decode_cache=CacheBuy(NO_TIER, 0.0))
-                )
-                per_token = kv_bytes_per_token(self.scenario, self.model)
-                capacity = capacity_tokens(buy, fewest, per_token)
-            s = self.scenario
-            fixed = replace(s.policy, decode_cache_capacity_tokens=capacity)
-            self._cache_scenarios[policy] = replace(s, policy=fixed)
+            at = scenario_at(self.scenario, policy.decode_cache, self.model)
+            self._cache_scenarios[policy] = at
         return self._cache_scenarios[policy]
-
-    def _fewest_main_decode(self, bare_policy) -> int:
-        """The least main-decode count of any candidate under the policy without a tier."""
-        if bare_policy not in self._bare_spaces:
-            self._bare_spaces[bare_policy] = self.space(bare_policy)
-        at = self.roles.index(MAIN_DECODE)
-        return max(1, min((ch.min_count for ch in self._bare_spaces[bare_policy].choices[at]),
-                          default=1))  # fmt: skip
 
     def _routes(self, policy, c):
         return self._classes_routes(policy, c)[1]
@@ -182,7 +157,7 @@ class Spaces:
                     elif max(need) > most:
                         pruned[key] = f"needs at least {max(need)} instances, {most} {limit}"
                     else:
-                        price = n * self.per_gpu_hour(offer) + _cache_usd_per_hour(role, policy)
+                        price = n * self.per_gpu_hour(offer)
                         ch = Choice(role, dc.id, gpu.id, n, price, max(need), most)
                         mine.append(ch)
                         bounds[ch] = tuple(found)
@@ -191,7 +166,8 @@ class Spaces:
         if self.arch in CROSSING:
             bits = max(bd.wan_bits_per_request(self.arch, c, r) for c, r in per_dist)
             lines = self._lines(bits, rate)
-        return Space(policy, tuple(choices), lines, pruned, bounds)
+        fixed = policy.decode_cache.usd_per_hour if policy.decode_cache is not None else 0.0
+        return Space(policy, tuple(choices), lines, pruned, bounds, fixed)
 
     def _lines(self, bits_per_request: float, rate: float) -> tuple[LineOption, ...]:
         """Every line mix within wan.max_lines that could carry the load, less those with
@@ -306,13 +282,6 @@ def _pareto(items):
             out.append((counts, (cap, cost)))
             cheapest = cost
     return out
-
-
-def _cache_usd_per_hour(role: str, policy) -> float:
-    """The cache tier a policy buys rides on each main-decode instance's price, so the
-    walk in cost order and `cost_items` count it alike."""
-    buy = policy.decode_cache
-    return buy.usd_per_instance_hour if buy is not None and role == MAIN_DECODE else 0.0
 
 
 def _hopeless(role: str) -> str:

@@ -67,7 +67,7 @@ def deployment_of(plan: dict, lines) -> Deployment:
 def _cache_buy(entry: dict | None) -> CacheBuy | None:
     if not entry:
         return None
-    return CacheBuy(entry["tier"], entry["tb_per_instance"], entry["price_usd_per_tb_month"])
+    return CacheBuy(entry["tier"], entry["tb"], entry["price_usd_per_tb_month"])
 
 
 def provenance(figure: Sourced | None, sources: dict) -> dict:
@@ -181,23 +181,19 @@ def _cache_product(catalog, tier_id: str) -> dict:
 
 
 def _cache_row(row: dict, s: Scenario, catalog, deployment: Deployment) -> dict:
-    """The decode-side cache tier rented beside each main-decode instance."""
+    """The decode-side cache tier rented for the main-decode side."""
     buy = deployment.decode_cache
-    where = (row["role"], row["datacenter"])
-    g = next(g for g in deployment.instances if (g.role, g.datacenter) == where)
     row.update(location=_location(s, [row["datacenter"]]), unit_price_per="TB-month",
-               unit_price_usd=buy.price_usd_per_tb_month, gpus_per_instance=g.gpus_per_instance,
-               instances=g.count, **_cache_product(catalog, buy.tier))  # fmt: skip
+               unit_price_usd=buy.price_usd_per_tb_month,
+               **_cache_product(catalog, buy.tier))  # fmt: skip
     tier = catalog.cache_tiers.get(buy.tier)
     if tier is not None and tier.price_usd_per_tb_month == buy.price_usd_per_tb_month:
         row.update(provenance(tier.provenance.get("price_usd_per_tb_month"), catalog.sources))
     else:
         row.update(price_source="plan", basis="plan", flag="plan price",
                    note="the price per TB-month the plan file states")  # fmt: skip
-    row["note"] = (
-        f"{buy.tb_per_instance:g} TB per main-decode instance x {g.count} instances "
-        f"(the decode-side KV cache tier the plan bought); " + row.get("note", "")
-    )
+    row["note"] = (f"{buy.tb:g} TB for the main-decode instances, pooled (the decode-side KV "
+                   "cache tier the plan bought); " + row.get("note", ""))  # fmt: skip
     return row
 
 

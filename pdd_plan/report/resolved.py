@@ -132,7 +132,7 @@ def _decode_cache(p: sc.Policy) -> dict:
     c = p.decode_cache
     if c is None:
         return {}
-    return {"decode_cache": {"tiers": list(c.tiers), "tb_per_instance": list(c.tb_per_instance)}}
+    return {"decode_cache": {"tiers": list(c.tiers), "tb_total": list(c.tb_total)}}
 
 
 def _engine(e: sc.Engine) -> dict:
