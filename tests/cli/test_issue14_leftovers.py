@@ -156,6 +156,7 @@ def test_the_main_commands_name_no_unshipped_document(tmp_path):
         ("evaluate", "pdd-paper", plan),
         ("evaluate", "pdd-paper", plan, "--format", "json"),
         ("simulate", "pdd-paper", plan, "--requests", "2222"),
+        ("solve", "pdd-paper", "--architecture", "pdd", "--format", "json", "--bom", "b.csv"),
         ("solve", str(TINY), "--architecture", "pdd", "--out", "out"),
         ("explain", str(TINY), "--architecture", "pdd"),
     ]
@@ -163,7 +164,7 @@ def test_the_main_commands_name_no_unshipped_document(tmp_path):
         done = run80(tmp_path, *args)
         assert done.returncode == 0, (args, done.stderr)
         assert _unshipped_in(done.stdout + done.stderr) == [], args
-    for written in (tmp_path / "out").iterdir():  # plan, BOM, report, scenario, run
+    for written in [tmp_path / "b.csv", *(tmp_path / "out").iterdir()]:  # BOMs, report, ...
         assert _unshipped_in(written.read_text()) == [], written.name
 
 
