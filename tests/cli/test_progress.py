@@ -95,3 +95,26 @@ def test_the_reports_worker_cases_move_their_bar_as_each_ends():
         _count_done(lambda *a: heard.append(a), "cases", futures)
     assert heard[0] == ("cases", 0, 5)
     assert sorted(done for _, done, _ in heard) == [0, 1, 2, 3, 4, 5]
+
+
+def test_report_draws_the_stages_build_reports(tmp_path, monkeypatch, capsys):
+    """The `report` command's wiring, with the build replaced by one that reports two
+    stages (the real build's stages are the solve --report ones above, plus the pool's)."""
+    from pdd_plan import report_build
+    from pdd_plan.cli.report_cmd import report
+
+    def fake_build(*args, progress=None, say=None, **kwargs):
+        assert progress is not None  # bars asked for: the build hears a callback
+        for stage, total in (("report: plot cases (2 processes)", 3), ("solving each x", 2)):
+            for done in range(total + 1):
+                progress(stage, done, total)
+        return report_build.Report("<html></html>", "# md\n", {}, [], [])
+
+    monkeypatch.setattr(report_build, "build", fake_build)
+    out = tmp_path / "r.html"
+    report(None, str(out), None, None, 30.0, None, None, None, True)
+    captured = capsys.readouterr()
+    assert "report: plot cases (2 processes)" in captured.err and "3/3" in captured.err
+    assert "writing the files" in captured.err
+    assert captured.out.startswith("wrote ") and BAR_END not in captured.out
+    assert out.read_text() == "<html></html>"
