@@ -1,7 +1,8 @@
 """The published handoff figures (pdd-system.md §5, issue #11 "Done when") re-measured on
 `pdd-paper` with its PDD plan, closed form and simulator side by side.
 
-    python benchmarks/handoff_figures.py [--requests N] [--rate R]
+    python benchmarks/handoff_figures.py [--requests N] [--rate R] [--stream] [--stripes N]
+        [--pool-hold transfer_end|handoff_end]
 
 - one-shot: the visible gap of a handed-off request (MD's first token - RLD's last),
   P50/P90/max, over handed-off requests with outputs of 500-2,000 tokens (published: under
@@ -13,31 +14,47 @@
 - the mechanism that sets them: a relayed request's WAN transfer (prefill end -> MD holds
   its KV), RLD's mean step, and the handoff (RTT + fixed engine cost): eager tokens per
   relayed request ~ (transfer + handoff) / RLD step, and catch-up adds ~ handoff / step.
-Both runs use the same seed, so the same requests take the same routes.
+Both runs use the same seed, so the same requests take the same routes. --stream,
+--stripes and --pool-hold set the line's engine knobs (scenario `wan`; pdd-paper leaves
+them at their defaults: no streaming, one connection per transfer, released at its end).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
 from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.plan_file import load_plan
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model import evaluate as ev
 from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_side import engine_fixed_s
-from pdd_plan.sim.entry import load_setup
 from pdd_plan.sim.measure import measure
 from pdd_plan.sim.run import SimConfig, simulate
 
-PLAN = "scenarios/plans/pdd-paper-pdd.yaml"
+PLAN = Path(__file__).resolve().parent.parent / "scenarios" / "plans" / "pdd-paper-pdd.yaml"
 
 
 def _with_handoff(setup, mode: str):
     d = setup.deployment
     d = dataclasses.replace(d, policy=dataclasses.replace(d.policy, handoff=mode))
     return dataclasses.replace(setup, deployment=d)
+
+
+def _setup(catalog: Catalog, stream: bool, stripes: int | None, pool_hold: str | None):
+    s = load_scenario(resolve_scenario_path("pdd-paper"), catalog)
+    knobs = {"stream_during_prefill": stream or None, "stripes_per_transfer": stripes,
+             "pool_hold": pool_hold}  # fmt: skip
+    wan = dataclasses.replace(s.wan, **{k: v for k, v in knobs.items() if v is not None})
+    s = dataclasses.replace(s, wan=wan)
+    print(f"line: streaming {wan.stream_during_prefill}, {wan.stripes_per_transfer} "
+          f"stripe(s), pool held to {wan.pool_hold}")  # fmt: skip
+    return ev.prepare(s, load_plan(PLAN, s, catalog), catalog.model_for(s), catalog.gpus,
+                      catalog.lines)  # fmt: skip
 
 
 def _mean_step_s(run, role: str = "relay_decode") -> float:
@@ -59,9 +76,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--rate", type=float, default=50.0)
+    parser.add_argument("--stream", action="store_true")
+    parser.add_argument("--stripes", type=int, default=None)
+    parser.add_argument("--pool-hold", default=None)
     args = parser.parse_args()
     catalog = Catalog()
-    setup = load_setup("pdd-paper", PLAN, catalog)
+    setup = _setup(catalog, args.stream, args.stripes, args.pool_hold)
     closed = {m: ev.snapshot(_with_handoff(setup, m), args.rate) for m in ("one_shot", "catch_up")}
     runs = {m: _sim(setup, m, args.requests, args.rate) for m in ("one_shot", "catch_up")}
     handoff_s = setup.link.rtt_s + engine_fixed_s(setup)
