@@ -2,7 +2,7 @@
 against the mean prefix hit rate, each architecture solved alone (max BCR) at each point.
 
     python benchmarks/bathtub.py [--means 0.3,0.4,...] [--jobs N] [--out DIR]
-        [--stream] [--stripes N] [--max-lines N] [--tag NAME]
+        [--stream] [--stripes N] [--max-lines N] [--decode-cache TIER,...] [--tag NAME]
 
 The family of hit-rate distributions: `pdd-paper`'s own (five uniform bins, mean 0.902)
 moved to each mean m by the sizing report's rule (pdd_plan.plan.variants.HIT_RATE_RULE,
@@ -22,7 +22,9 @@ Markdown table and, per architecture, whether BCR has an interior minimum.
 
 The line's engine knobs are the scenario's (pdd-paper: no streaming, one connection per
 transfer, at most 4 lines) unless --stream, --stripes or --max-lines set them for every
-point; --tag names such a variant's files (bathtub-TAG.csv, bathtub-TAG.png).
+point; --decode-cache makes MD's decode-side cache a priced decision (policy.decode_cache:
+those catalog tiers, sizes `auto`; pdd-paper leaves it out: an unlimited cache at no cost,
+so MD hits as P does); --tag names such a variant's files (bathtub-TAG.csv, .png).
 """
 
 from __future__ import annotations
@@ -165,6 +167,7 @@ def main() -> None:
     parser.add_argument("--stream", action="store_true", help="wan.stream_during_prefill")
     parser.add_argument("--stripes", type=int, help="wan.stripes_per_transfer")
     parser.add_argument("--max-lines", type=int, help="wan.max_lines")
+    parser.add_argument("--decode-cache", default="", help="cache tiers MD may buy")
     parser.add_argument("--tag", default="", help="suffix of the output files")
     args = parser.parse_args()
     means = [float(x) for x in args.means.split(",")]
@@ -178,9 +181,12 @@ def main() -> None:
     for key, value in knobs.items():
         if value is not None:
             wan[key] = value
+    if args.decode_cache:
+        tiers = args.decode_cache.split(",")
+        sweep.data.setdefault("policy", {})["decode_cache"] = {"tiers": tiers, "tb_total": "auto"}
     s = load_scenario(resolve_scenario_path(SCENARIO), catalog)
     shown = ", ".join(f"{k} {wan.get(k, 'default')}" for k in KNOBS)
-    print(f"line knobs: {shown}")
+    print(f"line knobs: {shown}; decode cache: {args.decode_cache or 'unlimited, free'}")
     start = time.perf_counter()
     rows = sw.run(sweep, jobs=args.jobs, catalog=catalog)
     print(f"{len(rows)} solves in {time.perf_counter() - start:.0f} s "
