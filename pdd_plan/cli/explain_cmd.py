@@ -43,12 +43,20 @@ def explain(
 
 
 def _headroom(c: dict) -> str:
-    """What is left below a limit: a binding limit reads "0 (binding)". A capacity the
-    MILP's linear estimate puts past its cap (negative slack) binds too: the verified plan
+    """What is left before the limit: a binding limit reads 0. A capacity the MILP's
+    linear estimate puts past its cap (negative slack) binds too: the verified plan
     carries it (`evaluate`), so no minus sign suggests a violation."""
     if c["binding"] or c["slack"] <= 0:
-        return "0 (binding)"
+        return "0"
     return _amount(c["slack"], c["unit"])
+
+
+def _limit(c: dict) -> str:
+    """The right-hand side: the demand a capacity must carry, or the limit."""
+    if c.get("limit") is None:
+        return "-"
+    amount = _amount(c["limit"], c["unit"])
+    return f"needs {amount}" if c.get("cover") else amount
 
 
 def _amount(value, unit: str) -> str:
@@ -56,7 +64,7 @@ def _amount(value, unit: str) -> str:
         return "-"
     if unit == "$/h":
         return f"${value:,.2f}/h"
-    return f"{value:,.4g} {unit}"
+    return f"{value:,.3g} {unit}"
 
 
 def _objective(value, metric: str) -> str:
@@ -87,12 +95,13 @@ def print_explanation(result: dict) -> None:
     table(
         f"Limits of the MILP at the plan (capacities at utilisation cap "
         f"{result['milp']['utilization_cap_frac']:.2f})",
-        ["constraint", "family", "headroom", "binds"],
+        ["constraint", "family", "headroom", "limit", "binds"],
         [
             [
                 c["constraint"],
                 c["family"],
                 _headroom(c),
+                _limit(c),
                 Text("yes", style="bold") if c["binding"] else "no",
             ]
             for c in result["constraints"]

@@ -182,6 +182,9 @@ def constraint_report(scenario: Scenario, at: PlanInMilp) -> list[dict]:
                 "family": fam.family,
                 "subject": fam.subject,
                 "slack": slack / fam.scale + 0.0,  # + 0.0: a binding -0.0 reads "0"
+                # the right-hand side: the demand a cover (>=) must carry, else the limit
+                "limit": el.rhs(c) / fam.scale + 0.0,
+                "cover": fam.cover,
                 "unit": fam.unit,
                 "binding": slack <= BIND_REL_TOL * el.magnitude(c),
             }
@@ -195,6 +198,8 @@ def constraint_report(scenario: Scenario, at: PlanInMilp) -> list[dict]:
                 "family": "rate",
                 "subject": f"rate the objective counts (at most {top:.4g} req/s)",
                 "slack": room,
+                "limit": top,
+                "cover": False,
                 "unit": "req/s",
                 "binding": room <= BIND_REL_TOL * top,
             }

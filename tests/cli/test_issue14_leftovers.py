@@ -36,16 +36,17 @@ def test_explain_shows_a_binding_limit_without_a_negative_slack(capsys, monkeypa
     rows = [
         # the MILP's linear estimate past the cap: binding, verified by evaluate
         {"constraint": "prefill_capacity_covers_its_demand", "family": "capacity",
-         "slack": -1.25, "unit": "req/s", "binding": True},
+         "slack": -1.25, "limit": 20.0, "cover": True, "unit": "req/s", "binding": True},
         {"constraint": "lines_within_the_allowed_count", "family": "line",
-         "slack": 3.0, "unit": "lines", "binding": False},
+         "slack": 3.0, "limit": 4.0, "cover": False, "unit": "lines", "binding": False},
     ]  # fmt: skip
     print_explanation(_explanation(rows))
     out = capsys.readouterr().out
-    prefill = next(line for line in out.splitlines() if "prefill_capacity" in line)
-    assert "0 (binding)" in prefill and "-1.25" not in prefill and "-" not in prefill.split("│")[3]
-    lines = next(line for line in out.splitlines() if "lines_within" in line)
-    assert "3 lines" in lines
+    cells = {r[1].strip(): [c.strip() for c in r[2:6]]
+             for r in (line.split("│") for line in out.splitlines()) if len(r) > 5}  # fmt: skip
+    # family, headroom, limit, binds: headroom 0, not -1.25
+    assert cells["prefill_capacity_covers_its_demand"] == ["capacity", "0", "needs 20 req/s", "yes"]
+    assert cells["lines_within_the_allowed_count"] == ["line", "3 lines", "4 lines", "no"]
     assert "headroom" in out and "slack" not in out.split("Limits")[1].split("┡")[0]
 
 
