@@ -18,11 +18,12 @@ The pool at arrival rate λ over c instances (`pool`), budget B tokens per step:
 - a request of n uncached tokens is ceil(n / B) chunks; the workload becomes chunk rows.
 - a step of b tokens holds b / N̄ requests' worth of the mix (N̄: mean uncached tokens per
   request), so its time S(b) has the per-chunk parts of that many mean requests.
-- operating batch: an instance busy without pause carries, per step, the tokens that
-  arrived during the previous one: b = Λ S(b) with Λ = λ N̄ / c; the smallest fixed point
-  in [n̄, B] (n̄: the mean chunk, one chunk per step when the load is light). Taking
-  b = max(n̄, Λ S(b)) ignores the idle periods between steps at moderate load, so it
-  understates the batch there (pessimistic per-request time).
+- operating batch (a gated batch server): a step carries what arrived during the
+  previous one, or, when nothing did, the one chunk that ends the idle period:
+  b = Λ S(b) + n̄ e^(-Λ S(b) / n̄), Λ = λ N̄ / c, arrivals Poisson in chunks of the mean
+  n̄, the smallest fixed point in [n̄, B]. It uses the mean step S(b), not the mean over
+  step lengths, so after a long prompt's long step (more arrivals) the batch is
+  understated, and with it each request's own step (optimistic TTFT).
 - capacity: full steps, B / S(B) tokens/s per instance; per-request cost at capacity
   s_full = S(B) N̄ / B. The wait is Allen-Cunneen G/G/c with mean service s_full (so the
   queue saturates where full steps no longer keep up), plus the part of the step in
@@ -32,8 +33,14 @@ The pool at arrival rate λ over c instances (`pool`), budget B tokens per step:
   residual of a one-chunk step, so the added mean is u^c (S(b) - S(n̄)) / (c + 1). This
   "fast single server + gate" view of a bulk-service queue is an approximation; its
   biases are stated in the README's assumptions table.
-- each request's own time: the steps carrying its chunks, each filled to b with the
-  mean mix (at most up to B), so TTFT per class = wait + its own steps.
+- the others in a request's step: only a request that finds every instance busy (u^c)
+  is batched with others: those that arrived during the step before (length-biased: a
+  request is likelier to arrive in a long step), λ_i E[S²] / E[S] with the step a Poisson
+  number (mean b / N̄) of requests each adding x_i (its time in a step of b tokens less
+  the step without it), so E[S²] = S(b)² + (b / N̄) E[x²]; they add their x to its step.
+  That extra time is random (who arrived), so it joins the wait as one exponential of
+  that mean (its tail lighter than the real, heavy-tailed one: P99 optimistic near
+  full-step capacity). TTFT per class = wait + the class's own steps alone.
 With one chunk per step (B no larger than every request's tokens, identical requests)
 everything above is the one-at-a-time G/G/c: S(b) = S(n̄) and s_full = the service time.
 
@@ -167,16 +174,25 @@ class PrefillMix:
         cost = self.full_step_cost_s()
         return math.inf if cost <= 0 else 1.0 / cost
 
+    def carried_tokens(self, tokens_per_s: float, tokens: float) -> float:
+        """Tokens the next step carries after a step of `tokens`: what arrived during it
+        (Poisson, mean m chunks), or one chunk when nothing did and the instance idled:
+        Λ S + n̄ e^(-m), m = Λ S / n̄ (a gated batch server; capped by the budget)."""
+        arrived = tokens_per_s * self.step_s(tokens)
+        n = self.mean_chunk_tokens
+        return arrived + (n * math.exp(-arrived / n) if n > 0 else 0.0)
+
     def operating_tokens(self, tokens_per_s: float) -> float:
-        """b: the smallest b in [n̄, B] with Λ S(b) <= b (B when none: saturated)."""
+        """b: the smallest b in [n̄, B] that carries no more than itself (B when none:
+        saturated). The carried tokens over b fall with b (S(b) / b falls): one crossing."""
         low, high = self.mean_chunk_tokens, float(self.budget_tokens)
-        if low >= high or tokens_per_s * float(self.step_s(low)) <= low:
+        if low >= high or tokens_per_s <= 0:
             return min(low, high)
-        if tokens_per_s * float(self.step_s(high)) > high:
+        if self.carried_tokens(tokens_per_s, high) > high:
             return high
-        for _ in range(_FIXED_POINT_STEPS):  # S(b) / b falls with b: one crossing
+        for _ in range(_FIXED_POINT_STEPS):
             mid = 0.5 * (low + high)
-            if tokens_per_s * float(self.step_s(mid)) <= mid:
+            if self.carried_tokens(tokens_per_s, mid) <= mid:
                 high = mid
             else:
                 low = mid
@@ -210,16 +226,37 @@ def pool(mix: PrefillMix, rate: float, servers: int, cv2_arrival: float, what: s
     s_full = mix.full_step_cost_s()
     tokens_per_s = rate * mix.mean_tokens / servers
     b = mix.operating_tokens(tokens_per_s)
-    own = mix.own_s(b)
+    own = mix.own_s(mix.mean_chunk_tokens)  # each class's steps alone
     mean = float(mix.weight @ own)
     cv2 = float(mix.weight @ (own - mean) ** 2) / mean**2 if mean > 0 else 0.0
     base = ggc_wait(rate, s_full, servers, cv2_arrival, cv2, what=what)  # saturation here
     step, lone = float(mix.step_s(b)), float(mix.step_s(mix.mean_chunk_tokens))
     busy = min(1.0, tokens_per_s * step / b) if b > 0 else 0.0
     gate_prob = busy**servers
-    added_s = gate_prob * max(step - lone, 0.0) / (servers + 1)
-    wait = _add_mean(base, gate_prob, added_s)
+    wait = _add_mean(base, gate_prob, gate_prob * max(step - lone, 0.0) / (servers + 1))
+    # what one more request adds to a step of b tokens: its own time in the step less
+    # the step without it (the first request of a step pays the weights and overheads)
+    beside = mix.step_s(b - mix.mean_chunk_tokens) if b > mix.mean_chunk_tokens else 0.0
+    added = np.maximum(mix.own_s(b) - beside, 0.0)
+    # only a request that finds every instance busy waits to be batched with others
+    others = _co_batched(mix, rate / servers, b, added)
+    prob = gate_prob * -math.expm1(-others)
+    wait = _add_mean(wait, prob, gate_prob * others * float(mix.weight @ added))
     return PrefillPool(own, wait, rate * s_full / servers, b)
+
+
+def _co_batched(mix: PrefillMix, rate_per_instance: float, b: float, added) -> float:
+    """Other requests in a request's step: those that arrived during the step before it,
+    length-biased (a request is likelier to arrive in a long step): λ_i E[S²] / E[S], the
+    step a Poisson number (mean b / N̄) of requests each adding x (E[S²] = S(b)² +
+    (b / N̄) E[x²]); at most what the budget leaves beside one chunk."""
+    step = float(mix.step_s(b))
+    if step <= 0 or mix.mean_tokens <= 0:
+        return 0.0
+    second = float(mix.weight @ np.asarray(added) ** 2)
+    biased_s = step + (b / mix.mean_tokens) * second / step
+    room = max(mix.budget_tokens - mix.mean_chunk_tokens, 0.0) / mix.mean_tokens
+    return min(rate_per_instance * biased_s, room)
 
 
 def _add_mean(base: WaitModel, prob: float, added_s: float) -> WaitModel:

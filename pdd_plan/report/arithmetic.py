@@ -46,8 +46,9 @@ def role_arithmetic(setup: Setup, rate: float) -> list[dict] | None:
     by the same calls in the same order, so the utilisations are the metrics' own. None
     when a queue saturates at `rate`.
 
-    Prefill utilisation is busy time; decode utilisation is the batch over the batch that
-    fits HBM (what `evaluate` reports for decode roles).
+    Prefill utilisation is the load against the pool's capacity (busy time when one
+    request is one step; with batched prefill, against full steps); decode utilisation is
+    the batch over the batch that fits HBM (what `evaluate` reports for decode roles).
     """
     c, routes, arch = setup.classes, setup.routes, setup.deployment.architecture
     context = c.input_tokens + c.output_tokens / 2
@@ -79,7 +80,8 @@ def role_arithmetic(setup: Setup, rate: float) -> list[dict] | None:
         "mean_uncached_input_tokens": c.mean(c.uncached_tokens),
         "mean_prefill_s": mean_service,
         "mean_queue_wait_s": p_wait.mean_s(),
-        "instance_capacity_rps": 1.0 / mean_service if mean_service > 0 else 0.0,
+        # utilisation = rate / (instances x capacity), batched prefill or not
+        "instance_capacity_rps": rate / (setup.prefill.group.count * p_util) if p_util else 0.0,
         "utilization_frac": float(p_util),
     }
     decode = _decode_entry(

@@ -56,10 +56,7 @@ def _utilization(run: SimRun, window, measured: np.ndarray) -> dict[str, float]:
     setup, tr = run.setup, run.trace
     span = window[1] - window[0]
     arch = setup.deployment.architecture
-    util = {
-        PREFILL_ROLE[arch]: busy_overlap_s(tr.prefill.start_s, tr.prefill.end_s, window)
-        / (setup.prefill.group.count * span)
-    }
+    util = {PREFILL_ROLE[arch]: tr.prefill.busy_s(window) / (setup.prefill.group.count * span)}
     if tr.wan is not None:
         bits = tr.wan_payload_bytes[measured] * BITS_PER_BYTE
         util["wan_line"] = bits.sum() / span / setup.link.goodput_bits_per_s

@@ -26,6 +26,7 @@ from pdd_plan.model.decode_admission import (
 )
 from pdd_plan.model.decode_side import engine_fixed_s
 from pdd_plan.model.network import BITS_PER_BYTE, rdma_transfer_s
+from pdd_plan.model.prefill_batch import batching_applies, budget_tokens
 from pdd_plan.model.setup import RolePool, Setup
 from pdd_plan.model.workload import RequestClasses
 from pdd_plan.sim.decode import (
@@ -40,7 +41,7 @@ from pdd_plan.sim.decode import (
 )
 from pdd_plan.sim.decode_instance import DecodeInstance, PausedClock, boundary_times
 from pdd_plan.sim.gaps import instance_gaps_s, pause_gaps_s
-from pdd_plan.sim.prefill import PrefillRun, fcfs_pool
+from pdd_plan.sim.prefill import ChunkTable, PrefillRun, batched_pool, fcfs_pool, with_load
 from pdd_plan.sim.sampling import Requests, draw_requests
 from pdd_plan.sim.steps import DecodeSteps, PrefillTimes
 from pdd_plan.sim.wan import WanRun, simulate_wan
@@ -243,10 +244,7 @@ def _upstream(setup: Setup, req: Requests, rate: float, extra_hold_s=None, seed:
     request, connection time after the transfer (`pool_hold: handoff_end`)."""
     routes = _routes(setup, req, rate, seed)
     path = routes.path
-    service = PrefillTimes(setup.prefill.instance, float(req.input_tokens.max())).service_s(
-        req.uncached_tokens, req.cached_tokens
-    )
-    prefill = fcfs_pool(req.arrival_s, service, setup.prefill.group.count)
+    prefill, service = _prefill_run(setup, req)
     rdma_done = _rdma_done(setup, routes.rdma_payload_bytes, service, prefill, path)
     if setup.link is None:
         return path, prefill, service, rdma_done, np.zeros(len(req)), None
@@ -260,6 +258,24 @@ def _upstream(setup: Setup, req: Requests, rate: float, extra_hold_s=None, seed:
         not_before = prefill.end_s + last_layer_bits / link.flow_cap_bits_per_s
     wan = simulate_wan(setup.link, ready, bits, not_before, extra_hold_s)
     return path, prefill, service, rdma_done, payload, wan
+
+
+def _prefill_run(setup: Setup, req: Requests) -> tuple[PrefillRun, np.ndarray]:
+    """The prefill pool over all requests and each request's time in it (first chunk's
+    step start to last chunk's step end): batched steps up to the engine's token budget
+    (sim/prefill.py), or one request at a time where batching does not apply."""
+    inst, count = setup.prefill.instance, setup.prefill.group.count
+    per_gpu = setup.scenario.engine.prefill_token_budget_per_gpu
+    longest = float(req.input_tokens.max())
+    if not batching_applies(per_gpu, setup.deployment.architecture):
+        service = PrefillTimes(inst, longest).service_s(req.uncached_tokens, req.cached_tokens)
+        return fcfs_pool(req.arrival_s, service, count), service
+    budget = budget_tokens(inst, per_gpu)
+    steps = ChunkTable(inst, budget, longest)
+    prefill = batched_pool(req.arrival_s, req.uncached_tokens, req.cached_tokens, count,
+                           budget, steps.step_s)  # fmt: skip
+    prefill = with_load(prefill, steps.full_step_s(), budget)
+    return prefill, prefill.end_s - prefill.start_s
 
 
 def _rdma_done(setup: Setup, rdma_payload_bytes, service, prefill: PrefillRun, path):
