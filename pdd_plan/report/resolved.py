@@ -143,6 +143,11 @@ def _engine(e: sc.Engine) -> dict:
     if e.handoff_fixed_source:
         out["handoff_fixed_source"] = e.handoff_fixed_source
     out["reserve_max_output"] = e.reserve_max_output
+    # batched prefill (model/prefill_batch.py), where it is not the default
+    if e.prefill_token_budget_per_gpu is None:
+        out["prefill_batching"] = False
+    elif e.prefill_token_budget_per_gpu != sc.PREFILL_TOKEN_BUDGET_PER_GPU:
+        out["prefill_token_budget_per_gpu"] = e.prefill_token_budget_per_gpu
     source = e.profile.source
     if not e.profile.is_identity() and source and source != "built-in":
         out["profile"] = str(Path(source).resolve())  # absolute: the run folder moves

@@ -3,6 +3,7 @@ batch-service queue, the planner's capacity and the scenario knob."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from pdd_plan.model.roofline import Instance
 from pdd_plan.model.scenario import PREFILL_TOKEN_BUDGET_PER_GPU
 from pdd_plan.model.workload import RequestClasses
 from pdd_plan.plan.bounds import BatchedPrefillBound, PrefillBound
+from pdd_plan.report.resolved import scenario_json
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "scenarios" / "template.yaml"
 
@@ -197,3 +199,14 @@ def test_scenario_budget_knob_refuses_bad_values(tmp_path, catalog, line, expect
     with pytest.raises(InputError) as err:
         load_scenario(_scenario_with(tmp_path, line), catalog)
     assert expected in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "line", ["  prefill_token_budget_per_gpu: 2048\n", "  prefill_batching: false\n"]
+)
+def test_the_resolved_scenario_keeps_the_budget(tmp_path, catalog, line):
+    first = load_scenario(_scenario_with(tmp_path, line), catalog)
+    written = tmp_path / "scenario.json"
+    written.write_text(json.dumps(scenario_json(first)))
+    again = load_scenario(written, catalog)
+    assert again.engine.prefill_token_budget_per_gpu == first.engine.prefill_token_budget_per_gpu
