@@ -54,7 +54,8 @@ def generated_utc() -> str:
 
 def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str]]:
     """What the BOM and the sizing report print at their top, in this order."""
-    files = catalog_files(catalog.root, s.model)
+    cache = s.policy.decode_cache is not None  # its prices come from cache_tiers.yaml
+    files = catalog_files(catalog.root, s.model, cache)
     gpus = sum(1 for f in files if f.parts[0] == "gpus")
     models = [f.as_posix() for f in files if f.parts[0] == "models"]
     c = s.costs
@@ -62,8 +63,10 @@ def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str
         ("scenario", s.name),
         ("tool_version", f"pdd-plan {__version__}"),
         ("generated_utc", generated_utc()),
-        ("catalog_sha256", catalog_digest(catalog.root, s.model)),
-        ("catalog_files", ", ".join(["sources.yaml", "lines.yaml", f"gpus/*.yaml ({gpus} files)",
+        ("catalog_sha256", catalog_digest(catalog.root, s.model, cache)),
+        ("catalog_files", ", ".join(["sources.yaml", "lines.yaml",
+                                     *(["cache_tiers.yaml"] if cache else []),
+                                     f"gpus/*.yaml ({gpus} files)",
                                      *models]) + ", in that order (README: bill of materials)"),
         ("architecture", architecture),
         ("hourly_basis", "rental and lease prices; power "

@@ -225,3 +225,21 @@ def test_a_cache_tier_without_a_known_source_is_refused(tmp_path):
         _ = Catalog(root).cache_tiers
     assert "tiers[1].price_usd_per_tb_month.source" in str(err.value)
     assert "aws_ebs_gp3_pricing" in str(err.value)  # did you mean
+
+
+def test_the_digest_covers_the_cache_tiers_only_where_the_scenario_prices_a_cache(tmp_path):
+    import shutil
+
+    from pdd_plan.loaders.catalog_digest import catalog_digest
+    from pdd_plan.report.bom import header_facts
+
+    root = tmp_path / "catalog"
+    shutil.copytree(Catalog().root, root)
+    before = {c: catalog_digest(root, "qwen3_32b", c) for c in (False, True)}
+    path = root / "cache_tiers.yaml"
+    path.write_text(path.read_text().replace("value: 486,", "value: 487,"))
+    after = {c: catalog_digest(root, "qwen3_32b", c) for c in (False, True)}
+    assert after[False] == before[False] and after[True] != before[True]
+    _, s = _scenario(tmp_path, [0, 1])
+    facts = dict(header_facts(s, Catalog(), "pdd"))
+    assert "lines.yaml, cache_tiers.yaml, gpus/" in facts["catalog_files"]
