@@ -243,3 +243,12 @@ def test_the_digest_covers_the_cache_tiers_only_where_the_scenario_prices_a_cach
     _, s = _scenario(tmp_path, [0, 1])
     facts = dict(header_facts(s, Catalog(), "pdd"))
     assert "lines.yaml, cache_tiers.yaml, gpus/" in facts["catalog_files"]
+
+
+def test_cli_explain_prints_the_cache_response(tmp_path, run_cli):
+    path, _ = _scenario(tmp_path, [0, 1])
+    out = run_cli("explain", str(path), "--architecture", "pdd", "--time-limit", "60")
+    assert out.returncode == 0, out.stderr
+    # options 0 and 1 TB: the plan buys 1 TB (test above), the alternative is none
+    text = " ".join(out.stdout.split())
+    assert "Decode-side cache: with a smaller cache (no cache tier instead of 1 TB dram)" in text
