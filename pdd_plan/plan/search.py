@@ -226,11 +226,11 @@ class Search:
     def could_win(self, d: Deployment) -> bool:
         """Whether `d` costs less than the limit beyond which no plan beats the best."""
         cost = deployment_cost_usd_per_hour(self.scenario, d, self.gpus, self.tiers)
-        return cost < self.goal.limit() and self._allowed(d.instances)
+        return cost < self.goal.limit() and self._allowed(d.instances, d.policy)
 
     def consider_seed(self, d: Deployment) -> None:
         cost = deployment_cost_usd_per_hour(self.scenario, d, self.gpus, self.tiers)
-        if self._allowed(d.instances):
+        if self._allowed(d.instances, d.policy):
             self.consider(d, cost)
 
     # ---- the walk --------------------------------------------------------------------
@@ -286,7 +286,7 @@ class Search:
                 continue
             base = self._base[si, picks_at]
             counts = tuple(b + k for b, k in zip(base, where, strict=False))
-            if not self._allowed(_groups(picks, counts)):
+            if not self._allowed(_groups(picks, counts), sp.policy):
                 continue  # its successors only add instances: they break the same limit
             spans = tuple(ch.max_count - b + 1 for ch, b in zip(picks, base, strict=True))
             for nxt in _successors(where, (*spans, len(sp.lines))):
@@ -329,9 +329,9 @@ class Search:
         its cheapest plan breaks a limit of the scenario, or its corner (the most of every
         role and line a plan under the limit could have) is above its ceiling, or (with
         `check`: evaluated; monotonicity) misses the SLA."""
-        if not self._allowed(_groups(picks, [ch.min_count for ch in picks])):
+        if not self._allowed(_groups(picks, [ch.min_count for ch in picks]), sp.policy):
             return False
-        if not self._allowed(self._needed(sp, picks, rate)):
+        if not self._allowed(self._needed(sp, picks, rate), sp.policy):
             return False  # the least instances that carry `rate` already break a limit
         spare = self.goal.limit() - cost
         if math.isfinite(spare):
@@ -369,7 +369,7 @@ class Search:
         group, row = (id(sp), picks), (id(sp), picks, counts)
         if group in self._dead_groups or row in self._dead_rows:
             return
-        if not self._allowed(plan.instances):
+        if not self._allowed(plan.instances, sp.policy):
             return
         rate = self.goal.threshold(cost)
         spare = self.goal.limit() - cost + lines[line_at].cost_usd_per_hour

@@ -214,8 +214,9 @@ class Spaces:
         )
         return Deployment(self.arch, groups, leases, space.policy)
 
-    def allowed(self, groups) -> bool:
-        """GPU availability per datacenter and type, each datacenter's power and budget."""
+    def allowed(self, groups, policy=None) -> bool:
+        """GPU availability per datacenter and type, each datacenter's power and budget
+        (the policy's decode-side cache counts in the main-decode datacenter's budget)."""
         used, spent = {}, {}
         for g in groups:
             used[g.datacenter, g.gpu] = used.get((g.datacenter, g.gpu), 0) + g.gpus
@@ -230,6 +231,7 @@ class Spaces:
             if dc.budget_usd_per_hour is not None:
                 prices = {o.gpu: self.per_gpu_hour(o) for o in dc.gpus}
                 spent = sum(g.gpus * prices[g.gpu] for g in groups if g.datacenter == dc.id)
+                spent += _cache_spend(groups, policy, dc.id)
                 if spent > dc.budget_usd_per_hour * (1 + 1e-12):
                     return False
         return True
@@ -282,6 +284,14 @@ def _pareto(items):
             out.append((counts, (cap, cost)))
             cheapest = cost
     return out
+
+
+def _cache_spend(groups, policy, dc_id: str) -> float:
+    """$/h of the policy's cache tier charged to datacenter `dc_id`: where the first
+    main-decode group is, as `cost_items` charges it."""
+    buy = getattr(policy, "decode_cache", None)
+    md = [g for g in groups if g.role == "main_decode" and g.count > 0]
+    return buy.usd_per_hour if buy is not None and md and md[0].datacenter == dc_id else 0.0
 
 
 def _hopeless(role: str) -> str:

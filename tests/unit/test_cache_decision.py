@@ -281,3 +281,21 @@ def test_the_simulator_reads_the_plan_s_cache(tmp_path):
         wan[tb] = (simulated["wan"]["mean_gbit_per_s"], closed)
         assert wan[tb][0] == pytest.approx(closed, rel=0.08)
     assert wan[1.0][0] > 1.3 * wan[2.0][0] and wan[1.0][1] > 1.3 * wan[2.0][1]
+
+
+def test_a_datacenter_budget_counts_the_cache(tmp_path):
+    """dc_b's budget of $4.80/h: its two 2 x L40S main-decode instances cost $4.00/h, so 2
+    TB of DRAM ($1.33/h) would break it and 1 TB ($0.67/h) fits: the plan's spend in dc_b,
+    cache included, stays within the budget."""
+    data = copy.deepcopy(TINY)
+    data["policy"] = {"decode_cache": {"tiers": ["dram"], "tb_total": [0, 1, 2]}}
+    data["datacenters"][1]["budget_usd_per_hour"] = 4.80
+    path = tmp_path / "budget.yaml"
+    path.write_text(yaml.safe_dump(data))
+    cat = Catalog()
+    s = load_scenario(path, cat)
+    d = _solve(s).deployment
+    gpus = sum(g.gpus * cat.gpus[g.gpu].rental_usd_per_gpu_hour for g in d.instances
+               if g.datacenter == "dc_b")  # fmt: skip
+    cache = d.decode_cache.tb * cat.cache_tiers["dram"].price_usd_per_tb_month / 730
+    assert gpus + cache <= 4.80 + 1e-9
