@@ -82,17 +82,26 @@ def chunk_parts(inst: Instance, new_tokens, cached_tokens) -> tuple[np.ndarray, 
     return np.asarray(compute_s, dtype=float), np.asarray(kv_bytes, dtype=float)
 
 
-def step_s(inst: Instance, compute_s, kv_bytes, tokens, prompts):
+def token_terms(inst: Instance, tokens):
+    """(weight bytes read, communication seconds) of a step of `tokens` tokens: the parts
+    set by the step's total tokens alone (weights per GPU in "ep", all GPUs in "tp")."""
+    if inst._ep():
+        return inst.ep_weight_read_bytes_per_gpu(tokens), inst._comm_s(tokens)
+    return inst.weight_read_bytes(tokens), inst._comm_s(tokens)
+
+
+def step_s(inst: Instance, compute_s, kv_bytes, tokens, prompts, terms=None):
     """One prefill step from its chunks' summed parts: `compute_s` and `kv_bytes` summed over
     the chunks, `tokens` their new tokens, `prompts` how many chunks (may be fractional: a
-    mean mix). The weights the step's tokens touch are read once; 0 for no tokens."""
+    mean mix); `terms`: `token_terms(inst, tokens)` when the caller has them. The weights
+    the step's tokens touch are read once; 0 for no tokens."""
+    weight_bytes, comm_s = token_terms(inst, tokens) if terms is None else terms
     bandwidth = achievable_bytes_per_s(inst.gpu)
     if inst._ep():
-        per_gpu = inst.ep_weight_read_bytes_per_gpu(tokens) + kv_bytes / inst.gpus
-        memory_s = per_gpu / bandwidth
+        memory_s = (weight_bytes + kv_bytes / inst.gpus) / bandwidth
     else:
-        memory_s = (inst.weight_read_bytes(tokens) + kv_bytes) / (inst.gpus * bandwidth)
-    parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": inst._comm_s(tokens)}
+        memory_s = (weight_bytes + kv_bytes) / (inst.gpus * bandwidth)
+    parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
     parts.update(step_overhead_s=inst.step_overhead_s, layer_s=inst.layer_latency_s())
     per_prompt = where(prompts > 0, tokens / np.maximum(prompts, 1e-300), 0.0)
     counts = {"decode_requests": 0.0, "prompts": prompts, "new_tokens": per_prompt}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.model.prefill_batch import chunk_parts, step_s
+from pdd_plan.model.prefill_batch import chunk_parts, step_s, token_terms
 from pdd_plan.model.roofline import Instance
 
 
@@ -171,6 +171,11 @@ class ChunkTable:
         compute_s, kv_bytes = chunk_parts(instance, new, cached)
         self.compute_s, self.kv_bytes = compute_s.tolist(), kv_bytes.tolist()
         self.new_list, self.cached_list = self.new_axis.tolist(), self.cached_axis.tolist()
+        # the weight bytes and communication a step's total tokens set, likewise
+        self.tokens_list = _axis(np.geomspace(1.0, max(float(budget), 2.0), 400)).tolist()
+        weight_bytes, comm_s = token_terms(instance, np.asarray(self.tokens_list))
+        self.weight_bytes = np.broadcast_to(weight_bytes, len(self.tokens_list)).tolist()
+        self.comm_s = np.broadcast_to(comm_s, len(self.tokens_list)).tolist()
 
     def _interp(self, table, i, fi, j, fj) -> float:
         i1, j1 = min(i + 1, len(self.new_list) - 1), min(j + 1, len(self.cached_list) - 1)
@@ -184,7 +189,16 @@ class ChunkTable:
         if tokens <= 0:
             return 0.0
         q = self.budget / tokens
-        return float(step_s(self.instance, q * compute_s, q * kv_bytes, self.budget, q * prompts))
+        terms = self._token_terms(self.budget)
+        return float(
+            step_s(self.instance, q * compute_s, q * kv_bytes, self.budget, q * prompts, terms)
+        )
+
+    def _token_terms(self, tokens: float) -> tuple[float, float]:
+        i, f = _locate(self.tokens_list, tokens)
+        j = min(i + 1, len(self.tokens_list) - 1)
+        weight = self.weight_bytes[i] * (1 - f) + self.weight_bytes[j] * f
+        return weight, self.comm_s[i] * (1 - f) + self.comm_s[j] * f
 
     def step_s(self, chunks: Sequence[tuple[float, float]]) -> float:
         """Time of one step over `chunks` [(new, cached), ...]."""
@@ -202,7 +216,8 @@ class ChunkTable:
             return 0.0
         seen = self.seen
         self.seen = (seen[0] + compute_s, seen[1] + kv_bytes, seen[2] + tokens, seen[3] + prompts)
-        return float(step_s(self.instance, compute_s, kv_bytes, tokens, prompts))
+        terms = self._token_terms(tokens)
+        return float(step_s(self.instance, compute_s, kv_bytes, tokens, prompts, terms))
 
 
 def _axis(points: np.ndarray) -> np.ndarray:
