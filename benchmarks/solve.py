@@ -4,10 +4,14 @@
 Targets (issue #4): the default under 2 s including start-up; 32 types under 20 s.
 Issue #15 (idle 2-core machine): default `solve` <= 0.8 s wall including start-up,
 `--help` <= 0.3 s, `evaluate` of the default's plan <= 0.4 s.
-Run: python benchmarks/solve.py [--repeats 5] [--default-only]  (prints figures; asserts
-nothing). Each process figure is the median wall time and the median CPU time (user +
-system) of its runs; on a shared machine the CPU time is the steadier figure, and the
-load average printed first says how shared it was.
+Run: python benchmarks/solve.py [--repeats 5] [--default-only] [--report]  (prints
+figures; asserts nothing). The default's four architectures are solved side by side in
+forked processes (pdd_plan/fork_pool.py, one a CPU): the figures show the same solve with
+them one after another (`jobs=1`, through the API in a fresh process), and with --report
+`pdd-plan report default` once (issue #15: <= 8 s). Each process figure is the median
+wall time and the median CPU time (user + system, children included) of its runs; on a
+shared machine the CPU time is the steadier figure, and the load average printed first
+says how shared it was.
 
 The N-type scenarios are the default scenario (model, workload, SLA, objective, WAN) with
 its datacenters replaced by three: dc_a hosts prefill and relay decode, dc_b and dc_c host
@@ -91,6 +95,20 @@ def cli_s(args: list[str], repeats: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
+def python_s(code: str, repeats: int) -> tuple[float, float]:
+    """(median wall s, median CPU s) of `python -c CODE` as a fresh process."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        cpu, start = _children_cpu_s(), time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
+        walls.append(time.perf_counter() - start)
+        cpus.append(_children_cpu_s() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+API_SOLVE = "from pdd_plan import api; api.solve_scenario(None, jobs={jobs})"
+
+
 def default_plan_file(folder: Path) -> Path:
     """The default scenario's plan, as `pdd-plan solve` gives it, in a plan file."""
     done = subprocess.run(
@@ -101,7 +119,7 @@ def default_plan_file(folder: Path) -> Path:
     return plan
 
 
-def print_processes(repeats: int) -> None:
+def print_processes(repeats: int, report: bool = False) -> None:
     """The start-up-inclusive figures of issue #15: solve, --help and evaluate."""
     print(f"load average (1, 5, 15 min) at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'process (median of ' + str(repeats) + ')':34} {'wall s':>8} {'CPU s':>8}")
@@ -116,6 +134,13 @@ def print_processes(repeats: int) -> None:
         for label, args in cases:
             wall, cpu = cli_s(args, repeats)
             print(f"{label:34} {wall:8.2f} {cpu:8.2f}")
+        for label, jobs in (("default: API, side by side", None), ("default: API, in turn", 1)):
+            wall, cpu = python_s(API_SOLVE.format(jobs=jobs), repeats)
+            print(f"{label:34} {wall:8.2f} {cpu:8.2f}")
+        if report:
+            html = str(Path(tmp) / "report.html")
+            wall, cpu = cli_s(["report", "default", "-o", html, "--no-progress"], 1)
+            print(f"{'default: `pdd-plan report` (once)':34} {wall:8.2f} {cpu:8.2f}")
     print(f"load average (1, 5, 15 min) at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
@@ -125,8 +150,9 @@ def main() -> None:
     parser.add_argument(
         "--default-only", action="store_true", help="the processes and the in-process default"
     )
+    parser.add_argument("--report", action="store_true", help="also time `pdd-plan report`")
     args = parser.parse_args()
-    print_processes(args.repeats)
+    print_processes(args.repeats, args.report)
     catalog = Catalog()
     base = load_scenario(resolve_scenario_path("default"), catalog)
     model = catalog.model_for(base)

@@ -88,16 +88,18 @@ def solve_scenario(
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
     progress: Progress | None = None,
+    jobs: int | None = None,
 ) -> tuple[dict, SolveFiles]:
     """`pdd-plan solve`: the design.md §7 JSON of the best verified plan, and its files.
-    `architecture` None: every architecture the scenario allows is solved and the best
-    by the objective wins (`architecture_choice` says which, over what and why).
-    `progress(stage, done, total)` hears each architecture solved."""
+    `architecture` None: every architecture the scenario allows is solved (side by side in
+    `jobs` processes, default one a CPU) and the best by the objective wins
+    (`architecture_choice` says which, over what and why). `progress(stage, done, total)`
+    hears each architecture solved."""
     catalog = catalog or Catalog()
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
     if architecture is not None:
         return solve_loaded(s, architecture, catalog, resolution, time_limit_s)
-    return solve_choosing(s, catalog, resolution, time_limit_s, progress)
+    return solve_choosing(s, catalog, resolution, time_limit_s, progress, jobs)
 
 
 def solve_choosing(
@@ -106,6 +108,7 @@ def solve_choosing(
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
     progress: Progress | None = None,
+    jobs: int | None = None,
 ) -> tuple[dict, SolveFiles]:
     """The winner's result and files, with `architecture_choice`; when no architecture
     has a plan, an infeasible result whose `architecture_choice.candidates` say why each
@@ -113,7 +116,8 @@ def solve_choosing(
     from pdd_plan import choose
 
     start = time.perf_counter()
-    solved = solve_each(s, s.architectures, catalog, resolution, time_limit_s, progress=progress)
+    solved = solve_each(s, s.architectures, catalog, resolution, time_limit_s,
+                        progress=progress, jobs=jobs)  # fmt: skip
     results = [r for r, _ in solved]
     ranked = choose.rank(s, results)
     if not ranked:
@@ -148,31 +152,58 @@ def solve_each(
     time_limit_s: float = 30.0,
     known: dict[str, dict] | None = None,
     progress: Progress | None = None,
+    jobs: int | None = None,
 ) -> list[tuple[dict, SolveFiles | None]]:
     """Each architecture optimised alone (what `compare` shows and `solve` chooses from):
     its result with `architecture` set, and its files (None where it has no plan or was
-    `known`). An architecture with no plan is an infeasible entry with the reason."""
-    from pdd_plan.choose import infeasible_entry
+    `known`). An architecture with no plan is an infeasible entry with the reason. They
+    run side by side in `jobs` forked processes (default: one a CPU; fork_pool.py), each
+    exactly as it would run alone."""
+    from pdd_plan import fork_pool
 
-    out = []
-    for arch in architectures:
+    known = known or {}
+    todo = [a for a in architectures if a not in known]
+    if progress:
+        progress(SOLVE_STAGE, 0, len(architectures))
+
+    def done(n: int) -> None:
         if progress:
-            progress(SOLVE_STAGE, len(out), len(architectures))
-        if known and arch in known:
-            out.append(({**known[arch], "architecture": arch}, None))
-            continue
+            progress(SOLVE_STAGE, len(architectures) - len(todo) + n, len(architectures))
+
+    if len(todo) < len(architectures):
+        done(0)
+    if len(todo) > 1:  # the solver loads before the fork, once for every child
+        import pdd_plan.plan.solve  # noqa: F401
+    solve_one = ArchSolve(s, catalog, resolution, time_limit_s)
+    solved = dict(zip(todo, fork_pool.each(solve_one, todo, jobs, done), strict=True))
+    return [
+        ({**known[a], "architecture": a}, None) if a in known else solved[a] for a in architectures
+    ]
+
+
+@dataclass(frozen=True)
+class ArchSolve:
+    """One architecture of `solve_each`: its result and files, or its infeasible entry
+    (a picklable callable: the forked children of fork_pool.py call it)."""
+
+    s: Scenario
+    catalog: Catalog
+    resolution: tuple[int, int, int]
+    time_limit_s: float
+
+    def __call__(self, arch: str) -> tuple[dict, SolveFiles | None]:
+        from pdd_plan.choose import infeasible_entry
+
         try:
-            result, files = solve_loaded(s, arch, catalog, resolution, time_limit_s)
+            result, files = solve_loaded(
+                self.s, arch, self.catalog, self.resolution, self.time_limit_s
+            )
         except InfeasibleError as exc:
-            out.append((infeasible_entry(s, arch, exc), None))
-            continue
+            return infeasible_entry(self.s, arch, exc), None
         result["architecture"] = arch
         if result["status"] == "infeasible":
             result["reason"] = no_plan_reason(result)
-        out.append((result, files))
-    if progress:
-        progress(SOLVE_STAGE, len(out), len(architectures))
-    return out
+        return result, files
 
 
 def solve_loaded(
@@ -226,7 +257,7 @@ def solve_loaded(
         out["role_arithmetic"] = role_arithmetic(setup, s.workload.arrival_rate_per_s)
     _name_profile(out, s, result.deployment)
     bom = bom_csv(out["plan"], s, catalog) if out["plan"] else ""
-    return out, SolveFiles(result.lp_text, bom, scenario_json(s))
+    return out, SolveFiles(result.lp_text, bom, scenario_json(s), run=result)
 
 
 @dataclass(frozen=True)
@@ -238,6 +269,8 @@ class SolveFiles:
     resolved_scenario: dict
     # solve choosing the architecture: every architecture's result (the report's compare)
     solved_each: tuple[dict, ...] = ()
+    # the solver's own result (plan.solve.SolveResult): explain starts from it (the report)
+    run: object | None = None
 
 
 def compare_architectures(
@@ -276,25 +309,23 @@ def sensitivity(
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
     progress: Progress | None = None,
+    jobs: int | None = None,
 ) -> list[dict]:
-    """Each case of `sensitivity_cases` solved: its status, plan and metrics."""
-    out = []
+    """Each case of `sensitivity_cases` solved (side by side in `jobs` forked processes,
+    default one a CPU): its status, plan and metrics."""
+    from pdd_plan import fork_pool
+    from pdd_plan.report_cases import CaseSolve
+
     cases = sensitivity_cases(s, catalog)
-    for case, change, variant in cases:
-        if progress:
-            progress(CASES_STAGE, len(out), len(cases))
-        entry = {"case": case, "change": change}
-        try:
-            result, _ = solve_loaded(variant, architecture, catalog, resolution, time_limit_s)
-            entry.update(status=result["status"], plan=result["plan"], metrics=result["metrics"])
-            if result["status"] == "infeasible":
-                entry["reason"] = no_plan_reason(result)
-        except InfeasibleError as exc:
-            entry.update(status="infeasible", plan=None, metrics=None, reason=str(exc))
-        out.append(entry)
     if progress:
-        progress(CASES_STAGE, len(out), len(cases))
-    return out
+        progress(CASES_STAGE, 0, len(cases))
+
+    def done(n: int) -> None:
+        if progress:
+            progress(CASES_STAGE, n, len(cases))
+
+    solve_case = CaseSolve(architecture, catalog, resolution, time_limit_s)
+    return fork_pool.each(solve_case, cases, jobs, done)
 
 
 def policies_tried(result: dict) -> str:
@@ -313,14 +344,16 @@ def explanation(
     catalog: Catalog,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
+    solved=None,
 ) -> dict | None:
     """`pdd_plan.plan.explain.explain` for the report's explain section (which limits of
-    the MILP bind and what relaxing each is worth, each by a re-solve)."""
+    the MILP bind and what relaxing each is worth, each by a re-solve); `solved`: the
+    plan's own solve (SolveFiles.run), not made again."""
     from pdd_plan.plan.explain import explain
 
     return explain(
         s, catalog.model_for(s), catalog.gpus, catalog.lines, architecture, resolution,
-        time_limit_s,
+        time_limit_s, solved,
     )  # fmt: skip
 
 
@@ -347,11 +380,15 @@ def sizing_report_data(
     solved: dict | None = None,
     known: dict[str, dict] | None = None,
     progress: Progress | None = None,
+    solved_run=None,
+    pool=None,
 ) -> tuple[Scenario, dict]:
     """Everything the sizing report shows, as plain dicts: the scenario summary, the
-    solve result (`solved` if given, else solved here; `architecture` None: chosen), every
-    architecture compared (`known`: results already computed, by architecture), the
-    sensitivity cases and the explanation (of the plan's architecture)."""
+    solve result (`solved` if given, with `solved_run` its SolveFiles.run, else solved
+    here; `architecture` None: chosen), every architecture compared (`known`: results
+    already computed, by architecture), the sensitivity cases and the explanation (of the
+    plan's architecture, starting from its solve). `pool` (an executor): the cases and the
+    architectures not yet solved run there while this process explains (report_cases.py)."""
     catalog = catalog or Catalog()
     path = resolve_scenario_path(str(scenario) if scenario else None)
     s = load_scenario(path, catalog)
@@ -359,19 +396,31 @@ def sizing_report_data(
     if solved is None and architecture is None:
         solved, files = solve_choosing(s, catalog, resolution, time_limit_s, progress)
         known.update((r["architecture"], r) for r in files.solved_each)
+        solved_run = files.run
     elif solved is None:
-        solved, _ = solve_loaded(s, architecture, catalog, resolution, time_limit_s)
+        solved, files = solve_loaded(s, architecture, catalog, resolution, time_limit_s)
+        solved_run = files.run
     if solved.get("plan"):
         architecture = solved["plan"]["architecture"]
     architecture = architecture or s.architectures[0]
     known[architecture] = {k: v for k, v in solved.items() if k != "architecture_choice"}
-    compared = compare_architectures(path, catalog, resolution, time_limit_s, known=known)
-    cases = sensitivity(s, architecture, catalog, resolution, time_limit_s, progress)
-    if progress:
-        progress(EXPLAIN_STAGE, 0, 1)
-    explained = explanation(s, architecture, catalog, resolution, time_limit_s)
-    if progress:
-        progress(EXPLAIN_STAGE, 1, 1)
+    if getattr(solved_run, "architecture", None) != architecture:
+        solved_run = None  # not this plan's solve: explain solves it
+    run = (resolution, time_limit_s)
+    if pool is None:
+        compared = compare_architectures(path, catalog, *run, known=known)
+        cases = sensitivity(s, architecture, catalog, *run, progress)
+        explained = _explained(s, architecture, catalog, run, solved_run, progress)
+    else:
+        from pdd_plan.report_cases import Pending
+
+        others = [a for a in s.architectures if a not in known]
+        pending = Pending.submit(pool, s, architecture, catalog, *run, others)
+        explained = _explained(s, architecture, catalog, run, solved_run, progress)
+        cases = pending.case_entries(
+            (lambda done, n: progress(CASES_STAGE, done, n)) if progress else None
+        )
+        compared = compare_architectures(path, catalog, *run, known=known | pending.known())
     data = {
         "version": __version__,
         "architecture": architecture,
@@ -387,6 +436,15 @@ def sizing_report_data(
     return s, data
 
 
+def _explained(s, architecture, catalog, run, solved_run, progress) -> dict | None:
+    if progress:
+        progress(EXPLAIN_STAGE, 0, 1)
+    explained = explanation(s, architecture, catalog, *run, solved=solved_run)
+    if progress:
+        progress(EXPLAIN_STAGE, 1, 1)
+    return explained
+
+
 def sizing_report(
     scenario: str | Path | None = None,
     architecture: str | None = None,
@@ -396,13 +454,16 @@ def sizing_report(
     solved: dict | None = None,
     known: dict[str, dict] | None = None,
     progress: Progress | None = None,
+    solved_run=None,
 ) -> str:
-    """`pdd-plan solve --report`: the sizing report as Markdown."""
+    """`pdd-plan solve --report`: the sizing report as Markdown (`solved_run`: the solve
+    of `solved`, SolveFiles.run)."""
     from pdd_plan.report.markdown import render_report
 
     s, data = sizing_report_data(
-        scenario, architecture, catalog, resolution, time_limit_s, solved, known, progress
-    )
+        scenario, architecture, catalog, resolution, time_limit_s, solved, known, progress,
+        solved_run,
+    )  # fmt: skip
     return render_report(s, data)
 
 

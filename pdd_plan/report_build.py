@@ -129,7 +129,7 @@ def plan_key(plan: dict) -> str:
 def _solve_base(s: Scenario, architecture: str, catalog: Catalog, resolution, time_limit_s):
     from pdd_plan import api
 
-    result, _ = api.solve_loaded(s, architecture, catalog, resolution, time_limit_s)
+    result, files = api.solve_loaded(s, architecture, catalog, resolution, time_limit_s)
     if result["status"] == "infeasible":
         raise InfeasibleError(
             f"{visible(s.name)}: no {architecture} plan meets the SLA, so there is nothing to "
@@ -137,11 +137,12 @@ def _solve_base(s: Scenario, architecture: str, catalog: Catalog, resolution, ti
             f"(policies tried: {api.policies_tried(result) or 'none'}); `pdd-plan solve` "
             "explains why"
         )
-    return result
+    return result, files.run
 
 
 def _choose(s: Scenario, catalog: Catalog, resolution, time_limit_s, progress):
-    """`solve`'s choice of architecture, and every architecture's result by name."""
+    """`solve`'s choice of architecture, every architecture's result by name, and the
+    chosen plan's own solve (explain starts from it)."""
     from pdd_plan import api
 
     result, files = api.solve_choosing(s, catalog, resolution, time_limit_s, progress)
@@ -150,7 +151,7 @@ def _choose(s: Scenario, catalog: Catalog, resolution, time_limit_s, progress):
             f"{visible(s.name)}: no architecture the scenario allows has a plan, so there is "
             "nothing to report; `pdd-plan solve` explains why"
         )
-    return result, {r["architecture"]: r for r in files.solved_each}
+    return result, {r["architecture"]: r for r in files.solved_each}, files.run
 
 
 def build(
@@ -174,10 +175,10 @@ def build(
     path = resolve_scenario_path(scenario)
     data = load_yaml(path, "a pdd-plan scenario")
     s, _ = edited(data, {}, str(path), catalog)
-    chosen, known = None, {}
+    chosen, known, run = None, {}, None
     if architecture is None:  # the report of the architecture `solve` recommends
         stage("solving every architecture the scenario allows")
-        chosen, known = _choose(s, catalog, resolution, time_limit_s, progress)
+        chosen, known, run = _choose(s, catalog, resolution, time_limit_s, progress)
         architecture = chosen["plan"]["architecture"]
     points = extra_points(s, catalog, architecture, hit_means)
     sweep = sw.Sweep(str(path), data, points, architecture=architecture,
@@ -190,11 +191,14 @@ def build(
         point_futures = sw.submit_points(pool, sweep)
         stage(f"solving {len(sweep.points)} hit-rate and price cases in {jobs} processes")
         _count_done(progress, f"report: plot cases ({jobs} processes)", point_futures)
-        result = chosen or _solve_base(s, architecture, catalog, resolution, time_limit_s)
+        if chosen is None:  # solved once: the report, compare and explain reuse it
+            chosen, run = _solve_base(s, architecture, catalog, resolution, time_limit_s)
+        result = chosen
         stage("solving the Markdown report's cases (architectures, prices, explain)")
+        # its cases and the other architectures join the plot cases in the pool
         s, rdata = api.sizing_report_data(path, architecture, catalog, resolution, time_limit_s,
-                                          solved=result, known=known,
-                                          progress=progress)  # fmt: skip
+                                          solved=result, known=known, progress=progress,
+                                          solved_run=run, pool=pool)  # fmt: skip
         evaluator = _Evaluator(pool, data, str(path), resolution)
         evaluator.add_known("this plan", result)
         for e in rdata["compare"]["architectures"]:

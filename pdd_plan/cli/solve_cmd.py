@@ -129,7 +129,7 @@ def solve(
             known = {r["architecture"]: r for r in files.solved_each}
             report_md = sizing_report(
                 scenario, architecture, time_limit_s=time_limit, solved=result, known=known,
-                progress=shown,
+                progress=shown, solved_run=files.run,
             )  # fmt: skip
         step(shown, "writing the files", lambda: _write(result, files, report_md, dump_lp,
                                                          bom, report, out))  # fmt: skip

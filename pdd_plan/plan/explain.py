@@ -63,11 +63,14 @@ def explain(
     architecture: str = "pdd",
     resolution=DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
+    solved: sv.SolveResult | None = None,
 ) -> dict:
     """The binding limits of the best plan, what relaxing each is worth, the pruned
     candidates and the binding role; raises InfeasibleError (with the shortfall) when
-    there is no plan."""
-    result = sv.solve(scenario, model, gpus, tiers, architecture, resolution, time_limit_s)
+    there is no plan. `solved`: this scenario's solve of `architecture` already made (the
+    report's), not made again."""
+    result = solved or sv.solve(scenario, model, gpus, tiers, architecture, resolution,
+                                time_limit_s)  # fmt: skip
     if result.status != "optimal":
         raise InfeasibleError(
             el.infeasible_message(

@@ -1,0 +1,125 @@
+"""Independent calls side by side in processes forked from this one.
+
+`solve` without `--architecture` optimises every architecture the scenario allows, each
+alone and none needing another's answer: on more than one CPU they run at once. The
+children are forked from this process, so they start with everything it has loaded (numpy,
+scipy, the solver, the catalog, the scenario) in milliseconds, where a fresh interpreter
+(the sweep's fork server) spends about a second of CPU importing them again; the function
+and its inputs are inherited, never pickled (only the answers travel back).
+
+Where a fork is not available (not POSIX), there is one CPU, or this process is itself a
+worker (a sweep's point: its pool already fills the CPUs), the calls run here one after
+another. A call that fails in a child is made again here, so its exception is raised
+exactly as it would be without the pool (some of ours do not survive pickling).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+# what the forked children call: set just before the fork, read by the child's copy
+_CALL: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity, which a container may narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def jobs_for(tasks: int, jobs: int | None = None) -> int:
+    """Processes for `tasks` independent calls: 1 (here, in turn) unless a fork is possible
+    and useful; else `jobs`, by default one a task up to one a CPU."""
+    if jobs is not None and jobs <= 1 or tasks < 2:
+        return 1
+    if multiprocessing.parent_process() is not None:  # a worker: its pool fills the CPUs
+        return 1
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return max(1, min(tasks, jobs if jobs is not None else cpu_count()))
+
+
+def each(
+    fn: Callable[[Any], Any],
+    items: Sequence[Any],
+    jobs: int | None = None,
+    on_done: Callable[[int], None] | None = None,
+) -> list:
+    """[fn(item) for item in items], in `jobs_for` processes; `on_done(n)` hears how many
+    have ended, in this thread."""
+    count = jobs_for(len(items), jobs)
+    if count == 1:
+        return _here(fn, items, on_done)
+    global _CALL
+    _CALL = (fn, items)
+    pool = ProcessPoolExecutor(count, multiprocessing.get_context("fork"), initializer=_child)
+    try:
+        futures = {pool.submit(_call, i): i for i in range(len(items))}
+        answers: dict[int, Any] = {}
+        for n, future in enumerate(as_completed(futures), start=1):
+            answers[futures[future]] = _answer(future)
+            if on_done:
+                on_done(n)
+    except BaseException:  # an interrupt: no child outlives this call
+        _stop(pool)
+        raise
+    finally:
+        _CALL = None
+        pool.shutdown(wait=True, cancel_futures=True)
+    # a call that failed in its child is made again here, raising its own exception
+    return [fn(x) if isinstance(answers[i], _Failed) else answers[i] for i, x in enumerate(items)]
+
+
+class _Failed:
+    """A call that raised in its child (made again in the parent)."""
+
+
+def _answer(future) -> Any:
+    try:
+        return future.result()
+    except (Exception, BrokenProcessPool):  # an unpicklable answer, a killed child
+        return _Failed()
+
+
+def _here(fn, items, on_done) -> list:
+    out = []
+    for item in items:
+        out.append(fn(item))
+        if on_done:
+            on_done(len(out))
+    return out
+
+
+def _child() -> None:
+    # Ctrl-C reaches the whole process group: the parent stops the children
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the parent's stream objects may have been locked by one of its threads (a progress
+    # bar) at the fork: a child that writes (a warning) gets streams of its own
+    sys.stdout = open(os.dup(1), "w", buffering=1)  # noqa: SIM115 (lives with the child)
+    sys.stderr = open(os.dup(2), "w", buffering=1)  # noqa: SIM115
+
+
+def _call(i: int) -> Any:
+    fn, items = _CALL
+    try:
+        return fn(items[i])
+    except Exception:  # our errors do not all survive pickling: the parent raises it
+        return _Failed()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(timeout=5)

@@ -1,0 +1,132 @@
+"""The sizing report's extra solves, in the process pool of its plot cases when it has one.
+
+The report solves, besides the plan it reports on (never again: the caller passes it in),
+each sensitivity case (other hit rates, prices: `plan.variants.sensitivity_cases`) and
+every architecture not solved yet (the compare section). Each is independent of the
+others, so they go to the report's pool (report_build.py) as soon as the scenario is
+known, and this process explains the plan meanwhile. Each answer is exactly the one the
+solve would give in this process: a case that fails in a worker other than by having no
+plan is solved again here, so its exception is raised as it would be without the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+
+from pdd_plan.errors import InfeasibleError
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.model.scenario import Scenario
+from pdd_plan.plan.variants import sensitivity_cases
+
+
+def case_entry(
+    case: str, change: str, variant: Scenario, architecture: str, catalog: Catalog,
+    resolution, time_limit_s: float,
+) -> dict:  # fmt: skip
+    """One sensitivity case solved: its status, plan and metrics (the reason where none)."""
+    from pdd_plan import api
+
+    entry = {"case": case, "change": change}
+    try:
+        result, _ = api.solve_loaded(variant, architecture, catalog, resolution, time_limit_s)
+    except InfeasibleError as exc:
+        return {**entry, "status": "infeasible", "plan": None, "metrics": None,
+                "reason": str(exc)}  # fmt: skip
+    entry.update(status=result["status"], plan=result["plan"], metrics=result["metrics"])
+    if result["status"] == "infeasible":
+        entry["reason"] = api.no_plan_reason(result)
+    return entry
+
+
+@dataclass(frozen=True)
+class CaseSolve:
+    """`case_entry` of one (case, change, variant), as fork_pool.py's children call it."""
+
+    architecture: str
+    catalog: Catalog
+    resolution: tuple[int, int, int]
+    time_limit_s: float
+
+    def __call__(self, case: tuple[str, str, Scenario]) -> dict:
+        return case_entry(*case, self.architecture, self.catalog, self.resolution,
+                          self.time_limit_s)  # fmt: skip
+
+
+def _case_in_worker(*args) -> dict | None:
+    from pdd_plan.sweep import worker_catalog
+
+    case, change, variant, architecture, resolution, time_limit_s = args
+    try:
+        return case_entry(case, change, variant, architecture, worker_catalog(), resolution,
+                          time_limit_s)  # fmt: skip
+    except Exception:  # not every error survives pickling: the caller raises it again
+        return None
+
+
+def _arch_in_worker(s: Scenario, arch: str, resolution, time_limit_s: float) -> dict | None:
+    from pdd_plan import api
+    from pdd_plan.sweep import worker_catalog
+
+    try:
+        result, _ = api.ArchSolve(s, worker_catalog(), resolution, time_limit_s)(arch)
+    except Exception:  # as above
+        return None
+    return result
+
+
+@dataclass
+class Pending:
+    """The report's extra solves, submitted to a pool; their answers in the caller's order."""
+
+    s: Scenario
+    architecture: str
+    catalog: Catalog
+    resolution: tuple[int, int, int]
+    time_limit_s: float
+    cases: list[tuple[tuple[str, str, Scenario], Future]]
+    archs: list[tuple[str, Future]]
+
+    @classmethod
+    def submit(cls, pool: Executor, s: Scenario, architecture: str, catalog: Catalog,
+               resolution, time_limit_s: float, other_archs) -> Pending:  # fmt: skip
+        run = (resolution, time_limit_s)
+        cases = [
+            (c, pool.submit(_case_in_worker, *c[:2], c[2], architecture, *run))
+            for c in sensitivity_cases(s, catalog)
+        ]
+        archs = [(a, pool.submit(_arch_in_worker, s, a, *run)) for a in other_archs]
+        return cls(s, architecture, catalog, resolution, time_limit_s, cases, archs)
+
+    def case_entries(self, progress: Callable[[int, int], None] | None = None) -> list[dict]:
+        out = []
+        for (case, change, variant), future in self.cases:
+            entry = _answer(future)
+            if entry is None:  # solved again here: its exception is raised as it is
+                entry = case_entry(case, change, variant, self.architecture, self.catalog,
+                                   self.resolution, self.time_limit_s)  # fmt: skip
+            out.append(entry)
+            if progress:
+                progress(len(out), len(self.cases))
+        return out
+
+    def known(self) -> dict[str, dict]:
+        """Each other architecture's result (`api.solve_each`'s entry), by name."""
+        from pdd_plan import api
+
+        out = {}
+        for arch, future in self.archs:
+            result = _answer(future)
+            if result is None:
+                run = (self.s, self.catalog, self.resolution, self.time_limit_s)
+                result, _ = api.ArchSolve(*run)(arch)
+            out[arch] = result
+        return out
+
+
+def _answer(future: Future):
+    try:
+        return future.result()
+    except Exception:  # a worker that died: the caller solves it itself
+        return None
