@@ -80,24 +80,41 @@ def test_architectures_side_by_side_answer_as_one_after_another(tmp_path):
     assert pooled_files.run.architecture == pooled["plan"]["architecture"]
 
 
-def test_the_report_solves_the_plan_it_reports_on_once(tmp_path, monkeypatch):
-    """Counted in this process: forking is off, so every solve is made here."""
+def count_solves(monkeypatch, path: Path, catalog: Catalog) -> list[str]:
+    """The architectures `plan.solve.solve` is asked for on the scenario at `path` itself
+    (its cases and relaxations are other scenarios), counted in this process: forking is
+    off, so every solve is made here."""
     monkeypatch.setattr(fork_pool, "cpu_count", lambda: 1)
-    path = two_architectures(tmp_path)
-    catalog = Catalog()
     base = load_scenario(path, catalog)
     calls: list[str] = []
     real = sv.solve
 
     def counted(scenario, model, gpus, tiers, architecture="pdd", *args, **kwargs):
-        if scenario == base:  # the report's own scenario (cases and relaxations differ)
+        if scenario == base:
             calls.append(architecture)
         return real(scenario, model, gpus, tiers, architecture, *args, **kwargs)
 
     monkeypatch.setattr(sv, "solve", counted)
+    return calls
+
+
+def test_the_report_solves_the_plan_it_reports_on_once(tmp_path, monkeypatch):
+    path = two_architectures(tmp_path)
+    catalog = Catalog()
+    base = load_scenario(path, catalog)
+    calls = count_solves(monkeypatch, path, catalog)
     s, data = api.sizing_report_data(path, None, catalog, COARSE, 30.0)
     chosen = data["architecture"]
     assert data["explanation"]["architecture"] == chosen
     # each architecture once: the choice; explain and compare reuse those solves
     assert sorted(calls) == sorted(base.architectures)
     assert calls.count(chosen) == 1
+
+
+def test_explain_of_the_recommended_plan_solves_it_once(tmp_path, monkeypatch):
+    path = two_architectures(tmp_path)
+    catalog = Catalog()
+    calls = count_solves(monkeypatch, path, catalog)
+    out = api.explain_scenario(path, None, catalog, COARSE, 30.0)
+    assert out["architecture"] == out["architecture_choice"]["winner"]
+    assert sorted(calls) == ["colocated", "idc_pd"]  # the choice's solves, no other
