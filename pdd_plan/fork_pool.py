@@ -7,7 +7,7 @@ scipy, the solver, the catalog, the scenario) in milliseconds, where a fresh int
 (the sweep's fork server) spends about a second of CPU importing them again; the function
 and its inputs are inherited, never pickled (only the answers travel back).
 
-Where a fork is not available (not POSIX), there is one CPU, or this process is itself a
+Where a fork is not safe (off Linux), there is one CPU, or this process is itself a
 worker (a sweep's point: its pool already fills the CPUs), the calls run here one after
 another. A call that fails in a child is made again here, so its exception is raised
 exactly as it would be without the pool (some of ours do not survive pickling).
@@ -43,7 +43,8 @@ def jobs_for(tasks: int, jobs: int | None = None) -> int:
         return 1
     if multiprocessing.parent_process() is not None:  # a worker: its pool fills the CPUs
         return 1
-    if "fork" not in multiprocessing.get_all_start_methods():
+    # Linux only: macOS's system libraries (numpy's Accelerate BLAS) are not fork-safe
+    if not sys.platform.startswith("linux"):
         return 1
     return max(1, min(tasks, jobs if jobs is not None else cpu_count()))
 

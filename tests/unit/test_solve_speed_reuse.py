@@ -43,6 +43,8 @@ def test_jobs_for_runs_here_when_a_pool_cannot_help(monkeypatch):
     monkeypatch.setattr(fork_pool, "cpu_count", lambda: 2)
     assert fork_pool.jobs_for(4) == 2  # one a CPU
     assert fork_pool.jobs_for(4, jobs=3) == 3
+    monkeypatch.setattr(fork_pool.sys, "platform", "darwin")
+    assert fork_pool.jobs_for(4) == 1  # no fork off Linux
 
 
 def _square_or_raise(x: int) -> int:
