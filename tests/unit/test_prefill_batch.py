@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.scenario import load_scenario
@@ -169,10 +170,11 @@ def test_planner_bound_agrees_with_the_pool(catalog, qwen_1):
 
 
 def _scenario_with(tmp_path, engine_yaml: str):
-    text = TEMPLATE.read_text()
-    assert "\nengine:" not in text  # the template sets no engine section
+    """The template with these keys in its `engine:` section (kept if it has one)."""
+    data = yaml.safe_load(TEMPLATE.read_text())
+    data["engine"] = {**(data.get("engine") or {}), **yaml.safe_load(engine_yaml)}
     path = tmp_path / "s.yaml"
-    path.write_text(text + "\nengine:\n" + engine_yaml)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
 
 
