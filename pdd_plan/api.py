@@ -123,9 +123,11 @@ def solve_choosing(
     results = [r for r, _ in solved]
     ranked = choose.rank(s, results)
     if not ranked:
+        # an architecture whose search stopped first: nothing is proven (unproven.py)
+        unproven = any(r["status"] == "unproven" for r in results)
         out = {
             "scenario": s.name,
-            "status": "infeasible",
+            "status": "unproven" if unproven else "infeasible",
             "plan": None,
             "metrics": None,
             "architecture_choice": {
@@ -205,6 +207,10 @@ class ArchSolve:
         result["architecture"] = arch
         if result["status"] == "infeasible":
             result["reason"] = no_plan_reason(result)
+        elif result["status"] == "unproven":
+            from pdd_plan.unproven import reason
+
+            result["reason"] = reason(result)
         return result, files
 
 
@@ -249,6 +255,10 @@ def solve_loaded(
             ],
         },
     }  # fmt: skip
+    if not result.proven:  # what stopped the search before its proof (unproven.py)
+        from pdd_plan.unproven import stop_json
+
+        out["solver"]["stopped"] = stop_json(result, time_limit_s)
     if out["metrics"]:
         out["metrics"]["warnings"] += coarsening_notes(s.workload, resolution)
     out["role_arithmetic"] = None

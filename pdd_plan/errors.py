@@ -75,6 +75,13 @@ class SolverError(PddPlanError):
     exit_code = 4
 
 
+class UnprovenError(PddPlanError):
+    """No plan found, and none proven impossible: the search stopped at its time limit
+    (or its evaluation cap) first. Exit 5 (3 means proven infeasible)."""
+
+    exit_code = 5
+
+
 class SaturatedError(InfeasibleError):
     """A queue is offered at least as much work as it can serve: no finite latency."""
 

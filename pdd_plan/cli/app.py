@@ -1,6 +1,7 @@
 """The `pdd-plan` command: thin commands over the library, errors mapped to exit codes.
 
-Expected errors (bad input 2, infeasible 3, solver 4) print one line each and no
+Expected errors (bad input 2, infeasible 3, solver 4, no plan found but not proven
+infeasible 5: the search stopped at --time-limit first) print one line each and no
 traceback; bugs keep theirs (exit 1). `--debug` (or PDD_PLAN_DEBUG=1) shows tracebacks
 always, and the exit code stays the error's. Ctrl-C exits 130 and SIGTERM 143, each with
 one line; a closed stdout (`| head -1`) exits 141 quietly.

@@ -13,7 +13,7 @@ from pdd_plan.cli.evaluate_cmd import print_result
 from pdd_plan.cli.output import Format, check_architecture, console, print_json
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.progress import bars, progress_option, step
-from pdd_plan.errors import InfeasibleError
+from pdd_plan.errors import InfeasibleError, UnprovenError
 from pdd_plan.report.files import write_atomic, write_folder
 
 
@@ -49,6 +49,17 @@ def _infeasible(scenario, architecture, result, files, time_limit, format) -> No
     if format is Format.json:
         print_json(answer)
     raise InfeasibleError(answer["reason"])
+
+
+def _unproven(result, files, format) -> None:
+    """No plan found, none proven impossible (pdd_plan/unproven.py): with `--format json`
+    the answer on stdout too; always exit 5 with the one line on stderr."""
+    from pdd_plan.unproven import answer
+
+    found = answer(result["scenario"], result, files.solved_each if files else ())
+    if format is Format.json:
+        print_json(found)
+    raise UnprovenError(found["reason"])
 
 
 def _solve(solve_scenario, scenario, architecture, time_limit, shown):
@@ -119,6 +130,8 @@ def solve(
             result, files = {"status": "infeasible", "error": exc}, None
         if result["status"] == "infeasible":  # the limit that cannot be met, by how much
             _infeasible(scenario, architecture, result, files, time_limit, format)
+        if result["status"] == "unproven":  # stopped before a plan or a proof: exit 5
+            _unproven(result, files, format)
         report_md = None
         if report or out:  # everything is computed before the first file is written
             if format is not Format.json and shown is None:

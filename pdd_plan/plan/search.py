@@ -42,6 +42,9 @@ GOODPUT_REL_TOL = 1e-3  # bisection precision of a winner's goodput
 MAX_EVALUATIONS = 20_000
 MAX_STEPS = 2_000_000  # heap pops
 RECHECK_REL = 0.02  # a corner that passed is tested again once the rate rose this much
+STOP_TIME = "time limit"
+STOP_EVALUATIONS = "evaluation cap"
+STOP_STEPS = "step cap"
 
 
 @dataclass
@@ -55,6 +58,11 @@ class Outcome:
     evaluations: int
     steps: int
     groups_cut: int  # groups ruled out whole (by a bound, or by their corner)
+    # why the walk stopped before its proof ("" when proven): STOP_TIME, STOP_EVALUATIONS
+    # or STOP_STEPS; and the cost it had reached: every plan cheaper was walked, so with
+    # no plan found, any plan meeting the SLA costs at least this
+    stopped_by: str = ""
+    walked_below_usd_per_hour: float = 0.0
 
 
 @dataclass
@@ -143,6 +151,8 @@ class Search:
         self.plans = Spaces(
             s, self.model, self.gpus, self.tiers, self.arch, classes, self.goal.floor_rps
         )
+        # set-up counts against the time limit: bounding candidates raises OutOfTime past it
+        self.plans.deadline = self.deadline
         self.roles = self.plans.roles
         self.spaces = [self.plans.space(p) for p in self.policies]
         self.deployment = self.plans.deployment
@@ -251,17 +261,14 @@ class Search:
             if all(sp.choices) and sp.lines:
                 zero = (0,) * len(self.roles)
                 push(self._group_cost(sp, zero), "group", si, zero, None)
-        stopped = None
+        stopped, why = None, ""
         while heap:
             cost, _, kind, si, picks_at, where = heapq.heappop(heap)
             if cost >= self.goal.limit():
                 break
             steps += 1
-            if (
-                steps > MAX_STEPS
-                or self.evaluations >= budget
-                or time.perf_counter() > self.deadline
-            ):
+            why = _stop_reason(steps, self.evaluations, budget, self.deadline)
+            if why:
                 stopped = cost
                 break
             sp = self.spaces[si]
@@ -300,7 +307,10 @@ class Search:
             bound = g.value if proven else max(g.value, g.cap_rps / stopped)
         else:
             bound = g.value if proven else g.cap_rps
-        return Outcome(g.best, g.cost, g.rate, g.value, proven, bound, self.evaluations, steps, cut)
+        return Outcome(
+            g.best, g.cost, g.rate, g.value, proven, bound, self.evaluations, steps, cut,
+            "" if proven else why, math.inf if proven else stopped,
+        )  # fmt: skip
 
     def _group_cost(self, sp: Space, at) -> float:
         return self._least(sp, tuple(sp.choices[r][i] for r, i in enumerate(at)))
@@ -413,6 +423,15 @@ class Search:
             + sp.lines[0].cost_usd_per_hour
             + sp.fixed_usd_per_hour
         )
+
+
+def _stop_reason(steps: int, evaluations: int, budget: int, deadline: float) -> str:
+    """Why the walk must stop before its next plan ("" to go on)."""
+    if time.perf_counter() > deadline:
+        return STOP_TIME
+    if evaluations >= budget:
+        return STOP_EVALUATIONS
+    return STOP_STEPS if steps > MAX_STEPS else ""
 
 
 def _groups(picks, counts) -> list[InstanceGroup]:

@@ -66,6 +66,7 @@ from pdd_plan.plan import search as sr
 from pdd_plan.plan.ceilings import ShortfallError, check_wan
 from pdd_plan.plan.floors import sla_floors
 from pdd_plan.plan.formulate import formulate, lp_text, solve_milp
+from pdd_plan.plan.space import OutOfTime
 
 THRESHOLDS = (0.8, 0.9, 0.95)
 CAP_SHRINK = 0.85  # utilisation cap multiplier when a sized plan misses its SLA
@@ -74,6 +75,7 @@ DINKELBACH_TOL = 1e-6
 BCR_HEADROOM = sr.BCR_HEADROOM  # max_bcr sizes the MILP for at most this multiple of demand
 SEARCH_RESOLUTION = (4, 6, 12)  # request classes of the MILP's capacities (288 classes)
 BITS_PER_BYTE = 8
+NOT_STARTED = "Not Started"  # a MILP the solve's deadline left no time for
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,10 @@ class Attempt:
 
 @dataclass
 class SolveResult:
-    status: str  # optimal (proven) | feasible (the search stopped first) | infeasible
+    # optimal (proven) | feasible (a plan; the search stopped before its proof) |
+    # infeasible (proven: the walk finished, or a ceiling refused it) | unproven (no plan
+    # found, none proven impossible: the search stopped at `stopped_by` first)
+    status: str
     architecture: str
     deployment: Deployment | None
     metrics: Metrics | None
@@ -98,6 +103,9 @@ class SolveResult:
     bound: float = 0.0  # best objective value any plan could have (-cost for min_cost)
     evaluations: int = 0  # plans checked with evaluate by the search
     pruned: dict[str, str] = field(default_factory=dict)  # candidate -> why no plan uses it
+    stopped_by: str = ""  # why the search stopped before its proof ("" when proven)
+    # every plan cheaper than this was walked; with no plan found, any plan costs more
+    walked_below_usd_per_hour: float = 0.0
 
 
 def _policies(scenario: Scenario, arch: str) -> list[RoutingPolicy]:
@@ -281,7 +289,7 @@ def _size_for_policy(
             attempts.append(Attempt(policy, cap, f"no usable candidate for {', '.join(missing)}"))
             return cands, None
         if status != "Optimal":
-            attempts.append(Attempt(policy, cap, f"MILP {status.lower()}"))
+            attempts.append(Attempt(policy, cap, milp_outcome(status)))
             return cands, None
         deployment = _deployment(arch, form, usable, tiers, policy)
         rate = float(form.rate.value() if hasattr(form.rate, "value") else form.rate)
@@ -297,6 +305,15 @@ def _size_for_policy(
     return cands, None
 
 
+def milp_outcome(status: str) -> str:
+    """An attempt's outcome for a MILP status other than Optimal: PuLP says "Not Solved"
+    when HiGHS stopped at its time limit without a solution (or was never started here,
+    the solve's deadline having passed): no proof of anything."""
+    if status in ("Not Solved", NOT_STARTED):
+        return "MILP stopped at the time limit (not proven infeasible)"
+    return f"MILP {status.lower()}"
+
+
 def _milp_estimate(scenario, arch, tiers, policy, milp) -> float:
     """How good the MILP thinks its plan for `policy` is (higher is better)."""
     _, usable, missing, form, status = milp(policy, scenario.policy.utilization_cap_frac)
@@ -308,14 +325,19 @@ def _milp_estimate(scenario, arch, tiers, policy, milp) -> float:
     return -cost if kind == "min_cost" else rate / cost if kind == "max_bcr" and cost else rate
 
 
-def _milp_runner(scenario, model, gpus, tiers, arch, all_classes, time_limit_s, plans=None):
+def _milp_runner(scenario, model, gpus, tiers, arch, all_classes, deadline, plans=None):
     """policy, cap -> (candidates, usable, roles without one, form, status); the handoff
-    mode changes nothing the MILP sees, so policies that differ only in it share one."""
+    mode changes nothing the MILP sees, so policies that differ only in it share one.
+    Each MILP gets the time left to the solve's `deadline` (perf_counter); none starts
+    after it (status NOT_STARTED)."""
     memo = {}
     offered = scenario.workload.arrival_rate_per_s
 
     def milp(policy, cap):
         key = (policy.rld_hit_threshold, policy.short_output_cutoff, policy.decode_cache, cap)
+        left_s = deadline - time.perf_counter()
+        if key not in memo and left_s <= 0:
+            return [], [], [], None, NOT_STARTED
         if key not in memo:
             # the scenario as the search's space reads the policy (its cache's capacity)
             base = plans.scenario_for(policy) if plans is not None else scenario
@@ -330,7 +352,7 @@ def _milp_runner(scenario, model, gpus, tiers, arch, all_classes, time_limit_s, 
             form, status = None, ""
             if not missing:
                 fixed = policy.decode_cache.usd_per_hour if policy.decode_cache else 0.0
-                form, status = _optimise(sized, usable, demands, tiers, bits, time_limit_s, fixed)
+                form, status = _optimise(sized, usable, demands, tiers, bits, left_s, fixed)
             memo[key] = (cands, usable, missing, form, status)
         return memo[key]
 
@@ -364,15 +386,26 @@ def solve(
     architecture: str = "pdd",
     resolution=DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
+    deadline: float | None = None,
 ) -> SolveResult:
+    """`deadline` (time.perf_counter()): when the solve must stop, by default
+    `time_limit_s` from this call; everything counts against it (candidates and their
+    bounds, the MILPs, the walk), and a solve stopped by it without a plan is "unproven"."""
     start = time.perf_counter()
+    deadline = start + time_limit_s if deadline is None else deadline
     if architecture not in ARCHITECTURE_ROLES:
         raise ValueError(f"unknown architecture {architecture!r}")
     policies = _policies(scenario, architecture)
-    search = sr.Search(
-        scenario, model, gpus, tiers, architecture, policies, tuple(resolution),
-        deadline=start + time_limit_s,
-    )  # fmt: skip
+    try:
+        search = sr.Search(
+            scenario, model, gpus, tiers, architecture, policies, tuple(resolution),
+            deadline=deadline,
+        )  # fmt: skip
+    except OutOfTime:  # still bounding the candidates: nothing is proven
+        return SolveResult(
+            "unproven", architecture, None, None, 0.0, [], wall_s=time.perf_counter() - start,
+            proven=False, bound=float("inf"), stopped_by=f"{sr.STOP_TIME} (bounding candidates)",
+        )  # fmt: skip
     why = search.plans.no_candidate(search.spaces)
     if why:
         _no_candidate(why, search)
@@ -386,7 +419,7 @@ def solve(
         request_classes(w.input_tokens, w.output_tokens, d, coarse) for d in search.dists
     ]
     milp = _milp_runner(
-        scenario, model, gpus, tiers, architecture, all_classes, time_limit_s, search.plans
+        scenario, model, gpus, tiers, architecture, all_classes, deadline, search.plans
     )
     attempts: list[Attempt] = []
     forms, all_candidates = {}, []
@@ -413,13 +446,13 @@ def solve(
     cands = [dataclasses.replace(c, pruned=pruned.get(c.key, "")) for c in all_candidates]
     common = dict(
         attempts=attempts, proven=outcome.proven, bound=outcome.bound,
-        evaluations=outcome.evaluations, pruned=pruned,
+        evaluations=outcome.evaluations, pruned=pruned, stopped_by=outcome.stopped_by,
+        walked_below_usd_per_hour=outcome.walked_below_usd_per_hour,
     )  # fmt: skip
     if outcome.deployment is None:
         wall = time.perf_counter() - start
-        return SolveResult(
-            "infeasible", architecture, None, None, 0.0, cands, wall_s=wall, **common
-        )
+        status = "infeasible" if outcome.proven else "unproven"
+        return SolveResult(status, architecture, None, None, 0.0, cands, wall_s=wall, **common)
     deployment = outcome.deployment
     full = prepare(scenario, deployment, model, gpus, tiers, resolution)
     metrics, _ = evaluate(full, known=search.known(deployment, 0))

@@ -10,6 +10,7 @@ more capacity than a cheaper one (with monotonicity in the line capacity, never 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 from pdd_plan.model.cache_tier import scenario_at
@@ -22,6 +23,13 @@ from pdd_plan.plan.candidates import shapes
 from pdd_plan.plan.formulate import line_price_usd_per_hour
 
 MAX_COUNT = 10_000  # instances of one candidate where the scenario gives no availability
+
+
+class OutOfTime(Exception):
+    """The solve's deadline passed while candidates were being bounded (set-up counts
+    against --time-limit)."""
+
+
 CROSSING = ("pdd", "cdc_pd")
 
 
@@ -64,6 +72,7 @@ class Spaces:
         self.scenario, self.model, self.gpus, self.tiers = scenario, model, gpus, tiers
         self.arch, self.classes, self.floor_rps = arch, classes, floor_rps
         self.roles = ARCHITECTURE_ROLES[arch]
+        self.deadline = math.inf  # time.perf_counter() past which `space` raises OutOfTime
         self._instances: dict = {}
         self._bounds: dict = {}
         self._cache_scenarios: dict = {}  # policy -> scenario at its cache's capacity
@@ -141,6 +150,8 @@ class Spaces:
                 for n in shapes(gpu.gpus_per_node, offer.gpus_per_instance):
                     if offer.max_gpus is not None and n > offer.max_gpus:
                         continue
+                    if time.perf_counter() > self.deadline:
+                        raise OutOfTime
                     key = f"{role}_{dc.id}_{gpu.id}_x{n}"
                     inst = self._instance(gpu.id, n)
                     if not inst.fits():

@@ -1,0 +1,113 @@
+"""`solve default` at every arrival rate from 5 to 500 req/s (issue #15: each answers in
+<= 5 s; each infeasible one names the binding limit, proven, or says it is unproven).
+
+Through the API (`solve_choosing`, the default --time-limit, every architecture the
+scenario allows, as `pdd-plan solve` runs them) at each rate, and one subprocess figure
+(`pdd-plan solve SCENARIO --format json`, start-up included) at --subprocess-rate.
+Prints per rate: wall time, status (optimal / feasible / infeasible proven / unproven),
+and the binding limit named (the winner's architecture and cost when there is a plan).
+Run: python benchmarks/rates.py [--rates 5,10,...] [--time-limit 30] [--subprocess-rate 100]
+(prints figures; asserts nothing). The load average printed first says how shared the
+machine was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from pdd_plan import unproven
+from pdd_plan.api import solve_choosing
+from pdd_plan.infeasible import answer
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.model.workload import DEFAULT_RESOLUTION
+
+RATES = (5, 10, 25, 50, 75, 100, 150, 200, 250, 300, 400, 500)
+DEFAULT_TIME_LIMIT_S = 30.0  # cli/bounds.py time_limit_option's default
+NAME_CHARS = 400  # the binding limit's text, cut to fit a table row
+
+
+def at_rate(scenario, rate: float):
+    return dataclasses.replace(
+        scenario, workload=dataclasses.replace(scenario.workload, arrival_rate_per_s=rate)
+    )
+
+
+def status_of(result: dict) -> str:
+    if result["status"] == "infeasible":
+        return "infeasible proven"
+    return result["status"]
+
+
+def binding(result: dict, files, s, catalog, time_limit_s: float) -> str:
+    """The limit the answer names: the reason when there is no plan, else the plan."""
+    each = files.solved_each if files is not None else ()
+    if result["status"] == "unproven":
+        return unproven.answer(s.name, result, each)["reason"]
+    if result.get("plan") is None:
+        return answer(s, None, result, each, catalog, DEFAULT_RESOLUTION, time_limit_s)["reason"]
+    plan, m = result["plan"], result["metrics"]
+    bcr = m["bcr_rps_per_usd_hour"]
+    return f"{plan['architecture']} ${m['cost_usd_per_hour']:,.0f}/h, BCR {bcr:.3g}"
+
+
+def one(scenario, rate: float, catalog, time_limit_s: float) -> tuple[float, str, str]:
+    s = at_rate(scenario, rate)
+    start = time.perf_counter()
+    result, files = solve_choosing(s, catalog, time_limit_s=time_limit_s)
+    wall = time.perf_counter() - start
+    return wall, status_of(result), binding(result, files, s, catalog, time_limit_s)
+
+
+def subprocess_figure(rate: float, time_limit_s: float) -> tuple[float, int, str]:
+    """`pdd-plan solve` on the default at `rate` as a fresh process: wall, exit, status."""
+    text = resolve_scenario_path(None).read_text()
+    data = yaml.safe_load(text)
+    data["workload"]["arrival_rate_per_s"] = rate
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"default_{rate:g}.yaml"
+        path.write_text(yaml.safe_dump(data))
+        exe = Path(sys.executable).with_name("pdd-plan")
+        cmd = [str(exe), "solve", str(path), "--format", "json", "--no-progress"]
+        cmd += ["--time-limit", f"{time_limit_s:g}"]
+        start = time.perf_counter()
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+    try:
+        status = json.loads(run.stdout)["status"]
+    except (json.JSONDecodeError, KeyError):
+        status = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else "?"
+    return wall, run.returncode, status
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rates", default=",".join(map(str, RATES)))
+    ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S)
+    ap.add_argument("--subprocess-rate", type=float, default=100.0)
+    args = ap.parse_args()
+    print(f"load average: {os.getloadavg()[0]:.2f} (1 min)", flush=True)
+    catalog = Catalog()
+    scenario = load_scenario(resolve_scenario_path(None), catalog)
+    print(f"{'rate':>6}  {'wall s':>7}  {'status':<18} binding limit / plan")
+    for rate in (float(r) for r in args.rates.split(",")):
+        wall, status, what = one(scenario, rate, catalog, args.time_limit)
+        print(f"{rate:6g}  {wall:7.2f}  {status:<18} {what[:NAME_CHARS]}", flush=True)
+    if args.subprocess_rate > 0:
+        wall, code, status = subprocess_figure(args.subprocess_rate, args.time_limit)
+        print(f"subprocess `pdd-plan solve` at {args.subprocess_rate:g} req/s: {wall:.2f} s, "
+              f"exit {code}, status {status}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
