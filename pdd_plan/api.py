@@ -118,8 +118,9 @@ def solve_choosing(
     from pdd_plan import choose
 
     start = time.perf_counter()
+    # one deadline for the command: architectures solved after others get what is left
     solved = solve_each(s, s.architectures, catalog, resolution, time_limit_s,
-                        progress=progress, jobs=jobs)  # fmt: skip
+                        progress=progress, jobs=jobs, deadline=start + time_limit_s)  # fmt: skip
     results = [r for r, _ in solved]
     ranked = choose.rank(s, results)
     if not ranked:
@@ -157,12 +158,14 @@ def solve_each(
     known: dict[str, dict] | None = None,
     progress: Progress | None = None,
     jobs: int | None = None,
+    deadline: float | None = None,
 ) -> list[tuple[dict, SolveFiles | None]]:
     """Each architecture optimised alone (what `compare` shows and `solve` chooses from):
     its result with `architecture` set, and its files (None where it has no plan or was
     `known`). An architecture with no plan is an infeasible entry with the reason. They
     run side by side in `jobs` forked processes (default: one a CPU; fork_pool.py), each
-    exactly as it would run alone."""
+    exactly as it would run alone. `deadline` (time.perf_counter(), the same clock in
+    every process): when all must stop; default `time_limit_s` from each one's start."""
     from pdd_plan import fork_pool
 
     known = known or {}
@@ -178,7 +181,7 @@ def solve_each(
         done(0)
     if len(todo) > 1:  # the solver loads before the fork, once for every child
         import pdd_plan.plan.solve  # noqa: F401
-    solve_one = ArchSolve(s, catalog, resolution, time_limit_s)
+    solve_one = ArchSolve(s, catalog, resolution, time_limit_s, deadline)
     solved = dict(zip(todo, fork_pool.each(solve_one, todo, jobs, done), strict=True))
     return [
         ({**known[a], "architecture": a}, None) if a in known else solved[a] for a in architectures
@@ -194,13 +197,14 @@ class ArchSolve:
     catalog: Catalog
     resolution: tuple[int, int, int]
     time_limit_s: float
+    deadline: float | None = None
 
     def __call__(self, arch: str) -> tuple[dict, SolveFiles | None]:
         from pdd_plan.choose import infeasible_entry
 
         try:
             result, files = solve_loaded(
-                self.s, arch, self.catalog, self.resolution, self.time_limit_s
+                self.s, arch, self.catalog, self.resolution, self.time_limit_s, self.deadline
             )
         except InfeasibleError as exc:
             return infeasible_entry(self.s, arch, exc), None
@@ -220,6 +224,7 @@ def solve_loaded(
     catalog: Catalog | None = None,
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
+    deadline: float | None = None,
 ) -> tuple[dict, SolveFiles]:
     """`solve_scenario` on a Scenario already loaded (or derived from one, as the report's
     sensitivity cases are)."""
@@ -234,6 +239,7 @@ def solve_loaded(
         architecture,
         resolution,
         time_limit_s,
+        deadline,
     )
     out = {
         "scenario": s.name,

@@ -21,7 +21,7 @@ from pdd_plan.errors import InputError
 MAX_TOKENS = 10_000_000  # tokens of one request: the scenario files' own cap
 MAX_BATCH = 1_000_000  # running requests in one decode step of one instance
 MAX_GPUS_PER_INSTANCE = 4096  # the scenario files' cap on an instance shape
-TIME_LIMIT_S = (0.1, 86_400.0)  # per MILP: HiGHS needs a moment; a day is past any use
+TIME_LIMIT_S = (0.1, 86_400.0)  # a solve: HiGHS needs a moment; a day is past any use
 MAX_JOBS = 1024  # worker processes
 MAX_REQUESTS = 10_000_000  # simulated requests (as sim/entry.py): 100,000 take about 9 s
 MAX_SEED = 2**63 - 1  # a seed is any non-negative 64-bit integer (as sim/entry.py)
@@ -75,7 +75,7 @@ def time_limit_option():
     """`--time-limit`, as every solving command declares it."""
     return bounded(
         30.0, "--time-limit", low=TIME_LIMIT_S[0], high=TIME_LIMIT_S[1], unit="s",
-        help="seconds per MILP",
+        help="seconds to solve (set-up, MILPs and search; a stop without a plan exits 5)",
     )  # fmt: skip
 
 

@@ -156,3 +156,20 @@ def load_scenario_data(data: dict, catalog, tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(data))
     return load_scenario(path, catalog)
+
+
+def test_architectures_share_the_command_s_deadline(catalog, tmp_path):
+    """solve_each with a deadline already passed: every architecture stops at once,
+    unproven (not infeasible), however long its own time limit."""
+    import time
+
+    from pdd_plan.api import solve_each
+
+    s = load_scenario_data(cross_dc(), catalog, tmp_path)
+    start = time.perf_counter()
+    ((result, files),) = solve_each(s, ["cdc_pd"], catalog, (2, 2, 2), 30.0, jobs=1,
+                                    deadline=time.perf_counter())  # fmt: skip
+    assert result["status"] == "unproven" and result["plan"] is None
+    assert result["solver"]["stopped"]["stopped_by"].startswith(sr.STOP_TIME)
+    assert "try a longer --time-limit" in result["reason"]
+    assert time.perf_counter() - start < 5.0  # nothing but loading: no search ran
