@@ -102,7 +102,7 @@ def solve(
     dump_lp: str = typer.Option(None, "--dump-lp", help="write the winning MILP as an LP file"),
     bom: str = typer.Option(None, "--bom", help="write the bill of materials as CSV"),
     report: str = typer.Option(
-        None, "--report", help="write the sizing report as Markdown (re-solves compare and cases)"
+        None, "--report", help="write the sizing report as Markdown (solves its sensitivity cases)"
     ),
     out: str = typer.Option(
         None, "--out", help="write plan.json, bom.csv, report.md, scenario.json, run.json"
