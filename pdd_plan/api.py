@@ -173,7 +173,7 @@ def solve_each(
     if progress:
         progress(SOLVE_STAGE, 0, len(architectures))
 
-    def done(n: int) -> None:
+    def done(n: int, _index: int = 0) -> None:
         if progress:
             progress(SOLVE_STAGE, len(architectures) - len(todo) + n, len(architectures))
 

@@ -53,10 +53,10 @@ def each(
     fn: Callable[[Any], Any],
     items: Sequence[Any],
     jobs: int | None = None,
-    on_done: Callable[[int], None] | None = None,
+    on_done: Callable[[int, int], None] | None = None,
 ) -> list:
-    """[fn(item) for item in items], in `jobs_for` processes; `on_done(n)` hears how many
-    have ended, in this thread."""
+    """[fn(item) for item in items], in `jobs_for` processes; `on_done(n, i)` hears, in
+    this thread, how many have ended and which one (its index) just did."""
     count = jobs_for(len(items), jobs)
     if count == 1:
         return _here(fn, items, on_done)
@@ -69,7 +69,7 @@ def each(
         for n, future in enumerate(as_completed(futures), start=1):
             answers[futures[future]] = _answer(future)
             if on_done:
-                on_done(n)
+                on_done(n, futures[future])
     except BaseException:  # an interrupt: no child outlives this call
         _stop(pool)
         raise
@@ -93,10 +93,10 @@ def _answer(future) -> Any:
 
 def _here(fn, items, on_done) -> list:
     out = []
-    for item in items:
+    for i, item in enumerate(items):
         out.append(fn(item))
         if on_done:
-            on_done(len(out))
+            on_done(len(out), i)
     return out
 
 

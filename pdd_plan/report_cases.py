@@ -54,6 +54,56 @@ class CaseSolve:
                           self.time_limit_s)  # fmt: skip
 
 
+EXPLAIN = "explain"  # the task that explains the plan, beside the cases
+
+
+@dataclass(frozen=True)
+class ReportTask:
+    """A case of `sensitivity_cases`, or EXPLAIN: the plan explained from its own solve."""
+
+    s: Scenario
+    architecture: str
+    catalog: Catalog
+    resolution: tuple[int, int, int]
+    time_limit_s: float
+    solved_run: object | None
+
+    def __call__(self, item) -> dict | None:
+        run = (self.resolution, self.time_limit_s)
+        if item == EXPLAIN:
+            from pdd_plan.report_data import explanation
+
+            return explanation(self.s, self.architecture, self.catalog, *run,
+                               solved=self.solved_run)  # fmt: skip
+        return case_entry(*item, self.architecture, self.catalog, *run)
+
+
+def cases_and_explanation(s: Scenario, architecture: str, catalog: Catalog, run, solved_run,
+                          progress=None) -> tuple[list[dict], dict | None]:  # fmt: skip
+    """The sensitivity cases and the explanation, side by side in processes forked from
+    this one (fork_pool.py; in turn where it cannot fork); explain first, the longest."""
+    from pdd_plan import api, fork_pool
+
+    cases = sensitivity_cases(s, catalog)
+    finished = [0]
+
+    def done(_n: int, index: int) -> None:
+        if not progress:
+            return
+        if index == 0:
+            progress(api.EXPLAIN_STAGE, 1, 1)
+        else:
+            finished[0] += 1
+            progress(api.CASES_STAGE, finished[0], len(cases))
+
+    if progress:
+        progress(api.CASES_STAGE, 0, len(cases))
+        progress(api.EXPLAIN_STAGE, 0, 1)
+    task = ReportTask(s, architecture, catalog, *run, solved_run)
+    explained, *entries = fork_pool.each(task, [EXPLAIN, *cases], None, done)
+    return entries, explained
+
+
 def _case_in_worker(*args) -> dict | None:
     from pdd_plan.sweep import worker_catalog
 

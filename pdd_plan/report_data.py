@@ -46,7 +46,7 @@ def sensitivity(
     if progress:
         progress(api.CASES_STAGE, 0, len(cases))
 
-    def done(n: int) -> None:
+    def done(n: int, _index: int) -> None:
         if progress:
             progress(api.CASES_STAGE, n, len(cases))
 
@@ -126,9 +126,11 @@ def sizing_report_data(
         solved_run = None  # not this plan's solve: explain solves it
     run = (resolution, time_limit_s)
     if pool is None:
+        from pdd_plan.report_cases import cases_and_explanation
+
         compared = api.compare_architectures(path, catalog, *run, known=known)
-        cases = sensitivity(s, architecture, catalog, *run, progress)
-        explained = _explained(s, architecture, catalog, run, solved_run, progress)
+        cases, explained = cases_and_explanation(s, architecture, catalog, run, solved_run,
+                                                 progress)  # fmt: skip
     else:
         from pdd_plan.report_cases import Pending
 

@@ -56,8 +56,9 @@ def _square_or_raise(x: int) -> int:
 def test_each_keeps_the_order_and_raises_a_childs_error_here():
     assert fork_pool.each(_square_or_raise, [3, 1, 2], jobs=2) == [9, 1, 4]
     seen = []
-    fork_pool.each(_square_or_raise, [1, 2, 3], jobs=2, on_done=seen.append)
-    assert seen == [1, 2, 3]  # how many have ended, each time one does
+    fork_pool.each(_square_or_raise, [1, 2, 3], jobs=2, on_done=lambda n, i: seen.append((n, i)))
+    assert [n for n, _ in seen] == [1, 2, 3]  # how many have ended, each time one does
+    assert sorted(i for _, i in seen) == [0, 1, 2]  # and which
     # the child's error is raised again by the call made here, as the serial loop would
     with pytest.raises(ValueError, match="negative -1"):
         fork_pool.each(_square_or_raise, [2, -1], jobs=2)
