@@ -140,6 +140,7 @@ class Search:
     _base: dict = field(init=False, default_factory=dict)  # (space, picks) -> least counts
     _dead_rows: set = field(init=False, default_factory=set)
     _tried: dict = field(init=False, default_factory=dict)  # group or row -> corner's rate
+    _counts: dict = field(init=False, default_factory=dict)  # id(bound) -> rate -> min_count
 
     def __post_init__(self):
         s, w = self.scenario, self.scenario.workload
@@ -291,6 +292,8 @@ class Search:
                     cut += 1
                     self._dead_groups.add(key)
                 continue
+            if (id(sp), picks) in self._dead_groups:
+                continue  # every plan it would lead to is of the same group: none can win
             base = self._base[si, picks_at]
             counts = tuple(b + k for b, k in zip(base, where, strict=False))
             if not self._allowed(_groups(picks, counts), sp.policy):
@@ -367,20 +370,34 @@ class Search:
         per-role bounds alone do not see)."""
         counts = []
         for ch in picks:
-            need = [b.min_count(rate) for b in sp.bounds[ch]]
+            need = [self._min_count(b, rate) for b in sp.bounds[ch]]
             if None in need:
                 need = [ch.max_count + 1]  # cannot carry `rate` at all: over any limit
             counts.append(max(ch.min_count, *need))
         return _groups(picks, counts)
 
+    def _min_count(self, b, rate: float) -> int | None:
+        """b.min_count(rate), settled without the bound's bisection where two rates asked
+        before bracket `rate` with the same count: the fewest instances that carry a rate
+        never fall as it rises (the monotonicity in the rate the walk already assumes), so
+        the count between them is theirs (None: no count carries it). The walk's threshold
+        rises with cost in small steps: most groups ask rates already bracketed."""
+        known = self._counts.setdefault(id(b), {})
+        if rate in known:
+            return known[rate]
+        below = max((r for r in known if r < rate), default=None)
+        above = min((r for r in known if r > rate), default=None)
+        if below is not None and above is not None and known[below] == known[above]:
+            return known[below]
+        known[rate] = b.min_count(rate)
+        return known[rate]
+
     def _visit(self, sp, picks, counts, line_at, cost) -> None:
         lines = sp.lines
-        plan = self.deployment(sp, picks, counts, lines[line_at])
         group, row = (id(sp), picks), (id(sp), picks, counts)
         if group in self._dead_groups or row in self._dead_rows:
             return
-        if not self._allowed(plan.instances, sp.policy):
-            return
+        # (run checked these counts against the scenario's limits before the visit)
         rate = self.goal.threshold(cost)
         spare = self.goal.limit() - cost + lines[line_at].cost_usd_per_hour
         top = self._top_line(sp, spare - lines[0].cost_usd_per_hour)
@@ -402,7 +419,7 @@ class Search:
         if top - line_at >= 2 and self._recheck(row, rate) and not self.meets(rich, rate):
             self._dead_rows.add(row)
             return
-        self.consider(plan, cost, ceiling)
+        self.consider(self.deployment(sp, picks, counts, lines[line_at]), cost, ceiling)
 
     def _recheck(self, key, rate: float) -> bool:
         """Whether to test the corner of a group or row now: not at its first evaluation
