@@ -29,6 +29,7 @@ from pdd_plan.errors import (
     PddPlanError,
     SaturatedError,
     SolverError,
+    UnprovenError,
 )
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import resolve_scenario_path
@@ -209,6 +210,10 @@ def _solve_or_evaluate(sweep: Sweep, edits: dict, catalog: Catalog) -> dict:
         result, _ = api.solve_loaded(s, architecture, catalog, sweep.resolution, sweep.time_limit_s)
         if result["status"] == "infeasible":
             result["error"] = api.no_plan_reason(result)
+        elif result["status"] == "unproven":  # stopped at --time-limit: nothing proven
+            from pdd_plan.unproven import reason
+
+            result["error"] = reason(result)
         return result
     return evaluate_loaded(s, sweep.plan_path, catalog, sweep.resolution)
 
@@ -272,13 +277,14 @@ def run_point(sweep: Sweep, index: int, catalog: Catalog | None = None) -> dict:
 OK_STATUSES = ("optimal", "feasible", "evaluated")
 # a failed point's status -> the exit code of a sweep whose every point failed so
 _EXIT_OF_STATUS = {"error": 1, "bad_value": 2, "infeasible": 3, "saturated": 3,
-                   "sla_missed": 3, "solver_error": 4}  # fmt: skip
+                   "sla_missed": 3, "solver_error": 4, "unproven": 5}  # fmt: skip
 
 
 def all_failed_error(rows: list[dict], label: str) -> PddPlanError | None:
     """None when a point ran. When none did, the error the sweep ends with: the lowest
     exit code among the points' (a bug 1, bad values 2, infeasible, saturated or SLA
-    missed 3, a solver failure 4), naming the count of each status and the first point's error. A
+    missed 3, a solver failure 4, a search stopped without a plan or a proof 5),
+    naming the count of each status and the first point's error. A
     sweep with some points failed is not an error: it exits 0 and counts them."""
     if not rows or any(r["status"] in OK_STATUSES for r in rows):
         return None
@@ -291,7 +297,7 @@ def all_failed_error(rows: list[dict], label: str) -> PddPlanError | None:
     if code == 2:
         return InputError.single(label, "--vary", found, "values at which a point loads",
                                  f"point {first['index']}: {error}")  # fmt: skip
-    cls = {3: InfeasibleError, 4: SolverError}.get(code, PddPlanError)
+    cls = {3: InfeasibleError, 4: SolverError, 5: UnprovenError}.get(code, PddPlanError)
     return cls(f"{label}: {found}; point {first['index']}: {error}")
 
 

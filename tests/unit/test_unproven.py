@@ -173,3 +173,14 @@ def test_architectures_share_the_command_s_deadline(catalog, tmp_path):
     assert result["solver"]["stopped"]["stopped_by"].startswith(sr.STOP_TIME)
     assert "try a longer --time-limit" in result["reason"]
     assert time.perf_counter() - start < 5.0  # nothing but loading: no search ran
+
+
+def test_a_sweep_whose_every_point_stopped_unproven_exits_5():
+    from pdd_plan.sweep import all_failed_error
+
+    rows = [{"index": i, "status": "unproven", "error": "no plan found, not proven infeasible"}
+            for i in range(2)]  # fmt: skip
+    error = all_failed_error(rows, "s.yaml")
+    assert error.exit_code == 5 and "2 unproven" in str(error)
+    rows.append({"index": 2, "status": "infeasible", "error": "proven"})
+    assert all_failed_error(rows, "s.yaml").exit_code == 3  # the lowest code, as before
