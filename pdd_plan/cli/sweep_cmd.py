@@ -231,10 +231,14 @@ def sweep(
         if journal is not None:
             journal.close()
     info = summary(spec, rows, jobs, wall_s, executor, len(done))
-    if out:
-        from pdd_plan.plan.scenario_edit import edited
+    from pdd_plan.loaders.engine_profile import profile_summary
+    from pdd_plan.plan.scenario_edit import edited
 
-        mean = edited(spec.data, {}, spec.label, catalog)[0].workload.prefix_hit_rate.mean()
+    base = edited(spec.data, {}, spec.label, catalog)[0]
+    # the profile every point's absolute times are in (issue #13: a run names its profile)
+    info["engine_profile"] = profile_summary(base.engine.profile)
+    if out:
+        mean = base.workload.prefix_hit_rate.mean()
         write_out(Path(out), spec, rows, info, mean)  # the journal goes with the old folder
     _print(spec, rows, info, format, out, _workers(jobs, executor, ray_address))
     failed = sw.all_failed_error(rows, spec.label)  # some points failed: exit 0, counted

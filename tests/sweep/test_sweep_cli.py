@@ -95,3 +95,24 @@ def test_report_bad_hit_rates_exit_2_and_infeasible_exit_3(run_cli, tmp_path):
     assert done.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "Traceback" not in done.stderr
     assert not out.exists()
+
+
+def test_run_json_names_the_engine_profile_every_point_used(run_cli, tmp_path):
+    """Issue #13: a sweep's own record says which engine profile its absolute times are in
+    (the name and fit error read from the profile file itself, not from the code)."""
+    engines = Path(__file__).resolve().parents[2] / "hardware_catalog" / "engines"
+    profile_file = engines / "vllm_0_20_b300_qwen3_32b.yaml"
+    stated = yaml.safe_load(profile_file.read_text())
+    for extra, name, identity in (
+        (["--engine-profile", str(profile_file)], stated["name"], False),
+        ([], "roofline_default", True),
+    ):
+        out = tmp_path / f"out_{name}"
+        done = run_cli("sweep", str(TINY), "--vary", "workload.arrival_rate_per_s=1,2",
+                       "--architecture", "idc_pd", "--out", str(out), *extra)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        run = json.loads((out / "run.json").read_text())
+        assert run["engine_profile"]["name"] == name
+        assert run["engine_profile"]["identity"] is identity
+        if not identity:
+            assert run["engine_profile"]["cv_error_frac"] == stated["cv_error_frac"]
