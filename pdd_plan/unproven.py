@@ -20,6 +20,8 @@ STATUS = "unproven"
 def stop_json(result, time_limit_s: float) -> dict:
     """`solver.stopped` of an unproven or merely feasible SolveResult."""
     floor = result.walked_below_usd_per_hour
+    if result.deployment is not None:
+        floor = 0.0  # a plan was found: the bound says nothing about what is needed
     return {
         "proven": False,
         "stopped_by": result.stopped_by,

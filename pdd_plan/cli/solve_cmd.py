@@ -159,3 +159,9 @@ def solve(
         f"sized for {s['sized_rate_rps']:.3g} req/s); {len(s['pruned_candidates'])} "
         "candidates pruned (`--format json` lists them with the reason)"
     )
+    if s.get("stopped"):  # a plan, but the search stopped before proving it the best
+        stop = s["stopped"]
+        console.print(
+            f"not proven optimal: the search stopped at its {stop['stopped_by']} "
+            f"after {stop['evaluations']:,} evaluations; try a longer --time-limit"
+        )

@@ -45,10 +45,13 @@ def run(tmp_path, capsys, data: dict, *extra: str) -> tuple[int, str, str]:
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(data))
     args = ["solve", str(path), "--format", "json", "--no-progress", *extra]
-    with pytest.raises(SystemExit) as done:
+    code = 0  # main returns on success, exits otherwise
+    try:
         app.main(args)
+    except SystemExit as done:
+        code = done.code
     out = capsys.readouterr()
-    return done.value.code, out.out, out.err
+    return code, out.out, out.err
 
 
 @pytest.fixture
@@ -184,3 +187,20 @@ def test_a_sweep_whose_every_point_stopped_unproven_exits_5():
     assert error.exit_code == 5 and "2 unproven" in str(error)
     rows.append({"index": 2, "status": "infeasible", "error": "proven"})
     assert all_failed_error(rows, "s.yaml").exit_code == 3  # the lowest code, as before
+
+
+def test_a_plan_found_before_the_stop_is_feasible_and_says_not_proven(
+    tmp_path, capsys, monkeypatch
+):
+    """The MILP's verified seed is a plan; the walk stops at once: exit 0, status
+    feasible, and the table says the plan is not proven optimal."""
+    monkeypatch.setattr(sr, "_stop_reason", lambda *_: sr.STOP_EVALUATIONS)
+    code, out, err = run(tmp_path, capsys, cross_dc())
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["status"] == "feasible" and answer["plan"] is not None
+    stop = answer["solver"]["stopped"]
+    assert stop["stopped_by"] == sr.STOP_EVALUATIONS
+    assert stop["cost_at_least_usd_per_hour"] is None  # a plan exists: no floor to state
+    app.main(["solve", str(tmp_path / "s.yaml"), "--no-progress"])  # returns: exit 0
+    assert "not proven optimal" in " ".join(capsys.readouterr().out.split())
