@@ -43,7 +43,8 @@ def compare(
     for arch, r in by_arch.items():
         m = r.get("metrics")
         if not m:
-            rows.append([ARCH_NAMES[arch], "infeasible", "-", "-", "-", "-", "-", "-", "-", "-"])
+            status = r.get("status", "infeasible")  # or unproven: stopped before a proof
+            rows.append([ARCH_NAMES[arch], status, "-", "-", "-", "-", "-", "-", "-", "-"])
             continue
         ratio = (
             m["bcr_rps_per_usd_hour"] / base["bcr_rps_per_usd_hour"]

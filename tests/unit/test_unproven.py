@@ -204,3 +204,11 @@ def test_a_plan_found_before_the_stop_is_feasible_and_says_not_proven(
     assert stop["cost_at_least_usd_per_hour"] is None  # a plan exists: no floor to state
     app.main(["solve", str(tmp_path / "s.yaml"), "--no-progress"])  # returns: exit 0
     assert "not proven optimal" in " ".join(capsys.readouterr().out.split())
+
+
+def test_compare_shows_an_unproven_architecture_as_unproven(tmp_path, capsys, stopped_at_once):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(cross_dc()))
+    app.main(["compare", str(path)])
+    out = capsys.readouterr().out
+    assert "unproven" in out and "infeasible" not in out
