@@ -34,7 +34,6 @@ from pdd_plan.model.workload import DEFAULT_RESOLUTION
 
 RATES = (5, 10, 25, 50, 75, 100, 150, 200, 250, 300, 400, 500)
 DEFAULT_TIME_LIMIT_S = 30.0  # cli/bounds.py time_limit_option's default
-NAME_CHARS = 400  # the binding limit's text, cut to fit a table row
 
 
 def at_rate(scenario, rate: float):
@@ -102,7 +101,7 @@ def main() -> None:
     print(f"{'rate':>6}  {'wall s':>7}  {'status':<18} binding limit / plan")
     for rate in (float(r) for r in args.rates.split(",")):
         wall, status, what = one(scenario, rate, catalog, args.time_limit)
-        print(f"{rate:6g}  {wall:7.2f}  {status:<18} {what[:NAME_CHARS]}", flush=True)
+        print(f"{rate:6g}  {wall:7.2f}  {status:<18} {what}", flush=True)
     if args.subprocess_rate > 0:
         wall, code, status = subprocess_figure(args.subprocess_rate, args.time_limit)
         print(f"subprocess `pdd-plan solve` at {args.subprocess_rate:g} req/s: {wall:.2f} s, "
