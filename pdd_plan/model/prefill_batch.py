@@ -25,22 +25,21 @@ The pool at arrival rate λ over c instances (`pool`), budget B tokens per step:
   step lengths, so after a long prompt's long step (more arrivals) the batch is
   understated, and with it each request's own step (optimistic TTFT).
 - capacity: full steps, B / S(B) tokens/s per instance; per-request cost at capacity
-  s_full = S(B) N̄ / B. The wait is Allen-Cunneen G/G/c with mean service s_full (so the
-  queue saturates where full steps no longer keep up), plus the part of the step in
-  progress that batching adds: when all c instances are busy (chance u^c, u the busy
-  share Λ S(b) / b, instances taken as independent) the first frees after S / (c + 1) on
-  average (the least of c uniform residuals); the Allen-Cunneen term already holds the
-  residual of a one-chunk step, so the added mean is u^c (S(b) - S(n̄)) / (c + 1). This
-  "fast single server + gate" view of a bulk-service queue is an approximation; its
-  biases are stated in the README's assumptions table.
-- the others in a request's step: only a request that finds every instance busy (u^c)
-  is batched with others: those that arrived during the step before (length-biased: a
-  request is likelier to arrive in a long step), λ_i E[S²] / E[S] with the step a Poisson
-  number (mean b / N̄) of requests each adding x_i (its time in a step of b tokens less
-  the step without it), so E[S²] = S(b)² + (b / N̄) E[x²]; they add their x to its step.
-  That extra time is random (who arrived), so it joins the wait as one exponential of
-  that mean (its tail lighter than the real, heavy-tailed one: P99 optimistic near
-  full-step capacity). TTFT per class = wait + the class's own steps alone.
+  s_full = S(B) N̄ / B. The full-step view's wait is Allen-Cunneen G/G/c with mean
+  service s_full (so the queue saturates where full steps no longer keep up).
+- the gate's view (model/prefill_gate.py): a request that finds every instance busy
+  (chance u^c, u the busy share Λ S(b) / b, instances taken as independent) waits for the
+  next take (the residual of the gap between takes, a length-biased step over c) and runs
+  in the step that carries everything that arrived meanwhile, each other request adding
+  its x (its time in a step of b tokens less the step without it). The step a request
+  arrives in is length-biased, and its variance is the composition's (b / N̄) E[x²]
+  amplified by the feedback of a long step into a large next batch (1 / (1 - ρ²),
+  ρ = Λ dS/db). Its mean and second moment set the one wait model (0 or an exponential)
+  with the same two moments: the co-batched share is heavy-tailed, so its P99 lies far
+  above its mean.
+- the wait is whichever of the two views is longer on average: they count the same
+  requests (below full steps the queue is what the next step carries; at full steps it
+  outgrows a step). TTFT per class = wait + the class's own steps alone.
 With one chunk per step (B no larger than every request's tokens, identical requests)
 everything above is the one-at-a-time G/G/c: S(b) = S(n̄) and s_full = the service time.
 
@@ -54,6 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdd_plan.model import prefill_gate as gate
 from pdd_plan.model.kernels import achievable_bytes_per_s, maximum, where
 from pdd_plan.model.queueing import WaitModel, ggc_wait
 from pdd_plan.model.roofline import Instance
@@ -241,40 +241,49 @@ def pool(mix: PrefillMix, rate: float, servers: int, cv2_arrival: float, what: s
     base = ggc_wait(rate, s_full, servers, cv2_arrival, cv2, what=what)  # saturation here
     step, lone = float(mix.step_s(b)), float(mix.step_s(mix.mean_chunk_tokens))
     busy = min(1.0, tokens_per_s * step / b) if b > 0 else 0.0
-    gate_prob = busy**servers
-    wait = _add_mean(base, gate_prob, gate_prob * max(step - lone, 0.0) / (servers + 1))
     # what one more request adds to a step of b tokens: its own time in the step less
     # the step without it (the first request of a step pays the weights and overheads)
     beside = mix.step_s(b - mix.mean_chunk_tokens) if b > mix.mean_chunk_tokens else 0.0
     added = np.maximum(mix.own_s(b) - beside, 0.0)
-    # only a request that finds every instance busy waits to be batched with others
-    others = _co_batched(mix, rate / servers, b, added)
-    prob = gate_prob * -math.expm1(-others)
-    wait = _add_mean(wait, prob, gate_prob * others * float(mix.weight @ added))
+    law = _step_law(mix, tokens_per_s, b, step, lone, added)
+    mean_x = float(mix.weight @ added)
+    second_x = float(mix.weight @ added**2)
+    mean_s, second_s2 = gate.added_moments(law, servers, busy**servers,
+                                           _others_rate(mix, rate / servers, law),
+                                           mean_x, second_x)  # fmt: skip
+    # a step with no room beside one chunk batches nothing: the one-at-a-time queue
+    wait = gate.gated_or_queued(base, mean_s, second_s2) if _room(mix) > 0 else base
     return PrefillPool(own, wait, rate * s_full / servers, b)
 
 
-def _co_batched(mix: PrefillMix, rate_per_instance: float, b: float, added) -> float:
-    """Other requests in a request's step: those that arrived during the step before it,
-    length-biased (a request is likelier to arrive in a long step): λ_i E[S²] / E[S], the
-    step a Poisson number (mean b / N̄) of requests each adding x (E[S²] = S(b)² +
-    (b / N̄) E[x²]); at most what the budget leaves beside one chunk."""
-    step = float(mix.step_s(b))
-    if step <= 0 or mix.mean_tokens <= 0:
+def _step_law(mix: PrefillMix, tokens_per_s: float, b: float, step: float, lone: float,
+              added) -> gate.StepLaw:  # fmt: skip
+    """The step a request arrives during (prefill_gate.StepLaw): its composition variance
+    (b / N̄) E[x²] (a Poisson number of requests, each adding x) and the feedback
+    ρ = Λ dS/db, dS/db the chord from one chunk to a full step."""
+    full = float(mix.step_s(mix.budget_tokens))
+    span = mix.budget_tokens - mix.mean_chunk_tokens
+    slope = (full - lone) / span if span > 0 else 0.0
+    requests = b / mix.mean_tokens if mix.mean_tokens > 0 else 0.0
+    composition = requests * float(mix.weight @ np.asarray(added) ** 2)
+    return gate.StepLaw(step, composition, tokens_per_s * slope, lone, full)
+
+
+def _others_rate(mix: PrefillMix, rate_per_instance: float, law: gate.StepLaw) -> float:
+    """λ_i, the rate the others in a request's step arrive at over the length-biased step
+    before it, capped so their mean number is at most what the budget leaves beside one
+    chunk."""
+    first, _ = law.biased_moments()
+    if first <= 0 or mix.mean_tokens <= 0:
         return 0.0
-    second = float(mix.weight @ np.asarray(added) ** 2)
-    biased_s = step + (b / mix.mean_tokens) * second / step
-    room = max(mix.budget_tokens - mix.mean_chunk_tokens, 0.0) / mix.mean_tokens
-    return min(rate_per_instance * biased_s, room)
+    return min(rate_per_instance, _room(mix) / first)
 
 
-def _add_mean(base: WaitModel, prob: float, added_s: float) -> WaitModel:
-    """`base` with `added_s` more mean wait, felt with chance `prob` (one wait model: the
-    larger of the two chances, the exponential's mean set by the total)."""
-    if added_s <= 0:
-        return base
-    p = max(base.prob_wait if not base.is_zero else 0.0, prob)
-    return WaitModel(p, p / (base.mean_s() + added_s))
+def _room(mix: PrefillMix) -> float:
+    """Requests' worth of the mix a step holds beside one mean chunk."""
+    if mix.mean_tokens <= 0:
+        return 0.0
+    return max(mix.budget_tokens - mix.mean_chunk_tokens, 0.0) / mix.mean_tokens
 
 
 _MEMO: dict = {}
