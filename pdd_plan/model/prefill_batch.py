@@ -22,8 +22,9 @@ The pool at arrival rate λ over c instances (`pool`), budget B tokens per step:
   previous one, or, when nothing did, the one chunk that ends the idle period:
   b = Λ S(b) + n̄ e^(-Λ S(b) / n̄), Λ = λ N̄ / c, arrivals Poisson in chunks of the mean
   n̄, the smallest fixed point in [n̄, B]. It uses the mean step S(b), not the mean over
-  step lengths, so after a long prompt's long step (more arrivals) the batch is
-  understated, and with it each request's own step (optimistic TTFT).
+  step lengths, and e^(-m) at the mean for an idle restart, so near full-step capacity
+  the mean step is understated (3 P at 0.9: S(b) 0.16 s against 0.235 s simulated); the
+  gate's feedback below then overstates the length-biased step (pessimistic TTFT there).
 - capacity: full steps, B / S(B) tokens/s per instance; per-request cost at capacity
   s_full = S(B) N̄ / B. The full-step view's wait is Allen-Cunneen G/G/c with mean
   service s_full (so the queue saturates where full steps no longer keep up).
@@ -41,7 +42,8 @@ The pool at arrival rate λ over c instances (`pool`), budget B tokens per step:
   requests (below full steps the queue is what the next step carries; at full steps it
   outgrows a step). TTFT per class = wait + the class's own steps alone.
 With one chunk per step (B no larger than every request's tokens, identical requests)
-everything above is the one-at-a-time G/G/c: S(b) = S(n̄) and s_full = the service time.
+everything above is the one-at-a-time G/G/c: S(b) = S(n̄), s_full = the service time and
+no room for a second chunk, so the full-step view alone.
 
 Pure: numpy only, no I/O.
 """
