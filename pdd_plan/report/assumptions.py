@@ -9,19 +9,22 @@ from __future__ import annotations
 ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     (
         (
-            "KV dtype applies to every attention cache; rope dims that engines keep in BF16 under"
-            " an FP8 cache are not counted"
+            "KV dtype applies to every attention cache; rope dims that engines keep in BF16 "
+            "under an FP8 cache are not counted"
         ),
         "KV bytes low by about 1-2 % under FP8",
     ),
     (
-        "DeepSeek-V4 indexer keys are FP4 (reproduces the published 23 GB; FP8 would give 26.1 GB)",
+        (
+            "DeepSeek-V4 indexer keys are FP4 (reproduces the published 23 GB; FP8 would "
+            "give 26.1 GB)"
+        ),
         "if wrong, V4 KV low by 10 %",
     ),
     (
         (
-            "DeepSeek-V4 CSA/HCA parameters (grouped low-rank output, compressor) are modelled "
-            "from the config's dims, not a reference implementation"
+            "DeepSeek-V4 CSA/HCA parameters (grouped low-rank output, compressor) are "
+            "modelled from the config's dims, not a reference implementation"
         ),
         "parameters within 2 % of the published 1.6T/49B",
     ),
@@ -31,8 +34,8 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "Linear-attention recurrent states are FP32 (conv states BF16) unless the config says"
-            " otherwise"
+            "Linear-attention recurrent states are FP32 (conv states BF16) unless the config "
+            "says otherwise"
         ),
         "fixed state high by 2x if an engine keeps BF16 states",
     ),
@@ -44,27 +47,31 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
         "weight bytes within about 1 % of checkpoints",
     ),
     (
-        "MiniMax-M1 lightning layers are counted with q, k, v, output-gate and output projections",
+        (
+            "MiniMax-M1 lightning layers are counted with q, k, v, output-gate and output "
+            "projections"
+        ),
         "active parameters 5.6 % above the published 45.9B",
     ),
     (
         (
-            "Gated attention output gates (Qwen3-Next, Qwen3.5), attention biases and sinks are "
-            "left out of parameter counts"
+            "Gated attention output gates (Qwen3-Next, Qwen3.5), attention biases and sinks "
+            "are left out of parameter counts"
         ),
         "parameters low by < 0.5 %",
     ),
     (
         (
-            "GPU efficiency fractions measured on NVIDIA's TRT-LLM kernel tables are used for "
-            "other engines; chips without measurements borrow a sibling's value (marked assumed)"
+            "GPU efficiency fractions measured on NVIDIA's TRT-LLM kernel tables are used "
+            "for other engines; chips without measurements borrow a sibling's value (marked "
+            "assumed)"
         ),
         "throughput optimistic on less tuned engines",
     ),
     (
         (
-            "Rental prices are neocloud on-demand list prices for 8-GPU nodes; prices missing "
-            "from public sources are assumed relative to a sourced sibling (marked)"
+            "Rental prices are neocloud on-demand list prices for 8-GPU nodes; prices "
+            "missing from public sources are assumed relative to a sourced sibling (marked)"
         ),
         "hyperscaler users pay 2-3x more: override per datacenter",
     ),
@@ -73,12 +80,52 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
         "long-haul routes cost up to 25x more: override per scenario",
     ),
     (
-        "Input length, output length and hit rate are independent",
-        "tails optimistic where long prompts also have low hits",
+        (
+            "Input length, output length and hit rate are independent unless the hit-rate "
+            "bins carry their own lengths (`trace analyze --joint` writes them); inside a "
+            "joint bin the hit rate is uniform and independent of that bin's lengths"
+        ),
+        (
+            "without joint bins: tails optimistic where long prompts also have low hits; "
+            "with them, the within-bin correlation is lost (synthetic trace: cached share "
+            "0.639 against 0.651)"
+        ),
     ),
     (
-        "A prefill instance serves one request at a time (no batching of chunks across requests)",
-        "prefill throughput low for many small tail chunks, TTFT high under load",
+        (
+            "Batched prefill: the step-variance feedback 1/(1 - rho^2) is taken per "
+            "instance, as if each were its own gated server; the chance all instances are "
+            "busy is u^c; the gap between takes is step / c"
+        ),
+        (
+            "with c > 1 the other instances weaken the feedback: pessimistic at high load "
+            "(the 3-prefill `pdd-paper` plan at 90 %: TTFT P90/P99 +32/+34 %); u^c "
+            "understates all-busy at moderate load (optimistic)"
+        ),
+    ),
+    (
+        (
+            "The operating batch comes from the mean step; a batched step's parts add per "
+            "chunk (no interference between the chunks of one batch)"
+        ),
+        (
+            "mean step understated near full-step capacity; step time optimistic by what "
+            "attention over mixed lengths loses"
+        ),
+    ),
+    (
+        (
+            "Default prefill budget 16,384 tokens per GPU (expert-parallel prefill servers); "
+            "tensor-parallel engines often run smaller budgets per instance (vLLM: 8,192)"
+        ),
+        (
+            "prefill capacity optimistic for engines left at a small budget: set "
+            "`engine.prefill_token_budget_per_gpu`"
+        ),
+    ),
+    (
+        "Colocated serving prefills one request at a time",
+        "colocated prefill capacity pessimistic at high hit rates",
     ),
     (
         "Communication is added to compute, not overlapped (no micro-batch overlap)",
@@ -86,8 +133,8 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "Kernels reach the catalog's measured GEMM/attention efficiencies at every size above"
-            " the fitted per-kernel latencies"
+            "Kernels reach the catalog's measured GEMM/attention efficiencies at every size "
+            "above the fitted per-kernel latencies"
         ),
         "throughput optimistic for odd shapes and small batches",
     ),
@@ -98,16 +145,69 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     (
         "The WAN is in steady state: the pool wait is G/G/K, the line M/G/R processor sharing",
         (
-            "optimistic near capacity: measured runs above ~90 % of the line saturate the pool "
-            "(the published narrow mix); `evaluate` warns there"
+            "optimistic near capacity: measured runs above ~90 % of the line saturate the "
+            "pool (the published narrow mix); `evaluate` warns there"
         ),
     ),
     (
         (
-            "The decode-side cache keeps a prefix for 300 s of traffic (`CACHE_REUSE_INTERVAL_S`)"
-            " when its capacity is finite"
+            "MD's decode-side cache holds a request's prefix whole or not at all, "
+            "independent of its hit rate and length; without a measured curve the reuse "
+            "interval is lognormal (median 300 s, sigma 1), an assumption"
         ),
-        "MD hit rate high if conversations return later than that",
+        "mean bytes exact against a measured curve; pessimistic if real turns return sooner",
+    ),
+    (
+        (
+            "The closed form and the planner read the decode-side cache curve at the "
+            "scenario's arrival rate (the simulator at its own)"
+        ),
+        "goodput optimistic with a finite cache: at higher rates fewer prefixes stay resident",
+    ),
+    (
+        (
+            "One decode-side LRU over all requests, pooled over the MD instances; what one "
+            "host can hold and the tier's read bandwidth back into HBM are not checked (a 3 "
+            "GB prefix takes ~0.43 s from one NVMe drive)"
+        ),
+        "optimistic, mostly for SSD, which the planner therefore prefers to DRAM",
+    ),
+    (
+        (
+            "Cache tier prices: DRAM rental = purchase / 36 months (list price of 256 GB "
+            "DDR5 modules); SSD rental = EBS gp3 $0.08/GiB-month; the tier's power, CPUs and "
+            "chassis are not counted"
+        ),
+        "DRAM pessimistic, SSD optimistic on price; cost slightly optimistic",
+    ),
+    (
+        (
+            "The cut-off's consistency cost: every conversation has a next turn, which lacks "
+            "on MD what the cut-off turn added; the previous turn was cut off with the "
+            "cut-off's share, independent of this request"
+        ),
+        "pessimistic about the cut-off's WAN saving where conversations end",
+    ),
+    (
+        "Cut-off threshold = one connection's rate x the TPOT limit",
+        (
+            "cuts off fewer requests than the true waste test when RLD steps are shorter "
+            "than the limit, more when transfers are striped"
+        ),
+    ),
+    (
+        (
+            "Streamed KV appears uniformly over the prefill; in the closed form the wait for "
+            "a connection is still added after prefill"
+        ),
+        "TTFT slightly optimistic when layers differ in time; pessimistic when the pool queues",
+    ),
+    (
+        (
+            "Striping: the N flows of a transfer take their N connections together (closed "
+            "form) and are not counted as a burst on the line"
+        ),
+        "pool wait pessimistic; optimistic near line saturation",
     ),
     (
         "Eager RLD tokens count the mean wait for a WAN connection, not its distribution",
@@ -115,9 +215,9 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "A decoding request counts for its life-average KV blocks (prompt + half its output); "
-            "block growth and the engine's retraction of requests when blocks run out are not "
-            "modelled"
+            "A decoding request counts for its life-average KV blocks (prompt + half its "
+            "output); block growth and the engine's retraction of requests when blocks run "
+            "out are not modelled"
         ),
         (
             "slots high where an engine admits by the current blocks and retracts often; low "
@@ -126,30 +226,31 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "The slot wait of a decode role is one pooled many-server queue, one per instance on "
-            "colocated serving (Erlang-C scaled by the Halfin-Whitt effect of the output-length "
-            "variability, exponential tail)"
+            "The slot wait of a decode role is one pooled many-server queue, one per "
+            "instance on colocated serving (Erlang-C scaled by the Halfin-Whitt effect of "
+            "the output-length variability, exponential tail)"
         ),
         (
-            "TTFT optimistic above about 95 % of a decode role's slots, where the long simulated "
-            "runs queue longer (`evaluate` warns there)"
+            "TTFT optimistic above about 95 % of a decode role's slots, where the long "
+            "simulated runs queue longer (`evaluate` warns there)"
         ),
     ),
     (
         (
-            "Relay overflow is Erlang-B (Poisson arrivals, no retry); an overflowed request waits "
-            "for its KV on MD like a direct one"
+            "Relay overflow is Erlang-B (Poisson arrivals, no retry); an overflowed request "
+            "waits for its KV on MD like a direct one"
         ),
         "overflow share low under bursty arrivals",
     ),
     (
         (
-            "The handoff's fixed engine cost (235.6 ms by default, from the published 305 ms) "
-            "delays the handed-off request only, not the requests co-batched with its extend step"
+            "The handoff's fixed engine cost (235.6 ms by default, from the published 305 "
+            "ms) delays the handed-off request only, not the requests co-batched with its "
+            "extend step"
         ),
         (
-            "TPOT of MD's other requests optimistic if the engine runs the extend step outside "
-            "its CUDA graph for the whole batch"
+            "TPOT of MD's other requests optimistic if the engine runs the extend step "
+            "outside its CUDA graph for the whole batch"
         ),
     ),
     (
@@ -161,9 +262,9 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "The optimiser's capacities are linear per instance (a prefill instance carries cap /"
-            " E[prefill time]; a decode instance its TPOT-limited batch), then each plan is "
-            "verified with `evaluate`"
+            "The optimiser's capacities are linear per instance (a prefill instance carries "
+            "cap / E[prefill time]; a decode instance its TPOT-limited batch), then each "
+            "plan is verified with `evaluate`"
         ),
         "plans conservative by up to the utilisation cap (0.85 by default); never below the SLA",
     ),
@@ -183,8 +284,8 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "Decode kernels reach the roofline (DeepSeek-V4's sparse attention, hyper-connections"
-            " and MTP are not modelled)"
+            "Decode kernels reach the roofline (DeepSeek-V4's sparse attention, "
+            "hyper-connections and MTP are not modelled)"
         ),
         (
             "decode optimistic for V4: the published deployment decodes several times fewer "

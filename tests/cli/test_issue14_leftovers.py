@@ -88,8 +88,13 @@ def _has(rows, start: str) -> bool:
 # the rows about one model family, the line, or the relay and handoff
 MODEL_ROWS = ("DeepSeek-V4 indexer", "DeepSeek-V4 CSA/HCA", "MTP layers",
               "Linear-attention", "MiniMax-M1")  # fmt: skip
-LINE_ROWS = ("Line prices", "The WAN is in steady state", "The decode-side cache")
-PDD_ROWS = ("Eager RLD tokens", "Relay overflow", "The handoff's fixed engine cost")
+LINE_ROWS = ("Line prices", "The WAN is in steady state", "MD's decode-side cache", "Striping:")
+PDD_ROWS = (
+    "Eager RLD tokens",
+    "Relay overflow",
+    "The handoff's fixed engine cost",
+    "Cut-off threshold",
+)
 
 
 def test_a_dense_model_planned_in_one_datacenter_gets_no_foreign_assumption(catalog):
