@@ -65,16 +65,17 @@ def test_a_budget_under_the_optimum_s_draw_has_no_plan(catalog, default, free):
 
 
 def test_cli_names_the_power_shortfall_by_hand(run_cli, tmp_path):
-    """The default's cheapest plan puts 72 H100 in dc_a (P 2 x 24, RLD 24): 72 x 700 W x
-    PUE 1.3 = 65.5 kW; with 59 kW the scenario is infeasible on power, and says so."""
+    """The default's cheapest PDD plan puts 48 H100 in dc_a (P 1 x 24 with batched prefill,
+    RLD 24): 48 x 700 W x PUE 1.3 = 43.7 kW; with 40 kW the scenario is infeasible on
+    power, and says so."""
     text = (REPO / "scenarios" / "default.yaml").read_text(encoding="utf-8")
     line = "      - {gpu: h100_sxm, max_gpus: 512}\n"
     assert line in text
     path = tmp_path / "powered.yaml"
-    path.write_text(text.replace(line, line + "    power_budget_kw: 59\n", 1), encoding="utf-8")
-    result = run_cli("solve", str(path), "--architecture", "pdd")  # CDC-PD fits 59 kW
+    path.write_text(text.replace(line, line + "    power_budget_kw: 40\n", 1), encoding="utf-8")
+    result = run_cli("solve", str(path), "--architecture", "pdd")  # CDC-PD fits 40 kW
     assert result.returncode == 3, result.stderr
-    assert "power in dc_a: needs 65.5 kW, budget 59.0 kW" in result.stderr
+    assert "power in dc_a: needs 43.7 kW, budget 40.0 kW" in result.stderr
 
 
 def test_one_instance_over_the_budget_is_pruned_with_the_reason(catalog, default):
