@@ -197,10 +197,11 @@ def analyze(
         "prompt length); a note suggests it when |Spearman rho| >= 0.2",
     ),
     reuse_curve: bool = typer.Option(
-        True,
+        False,
         "--reuse-curve/--no-reuse-curve",
         help="MD's LRU curve into workload.prefix_reuse (a second pass over the trace and an "
-        "unlimited cache in memory)",
+        "unlimited cache in memory, so off unless asked: memory then grows with the trace's "
+        "distinct blocks, not with --cache-capacity)",
     ),
     workload_out: str = typer.Option(
         None, "--workload-out", help="write the workload: block as YAML"

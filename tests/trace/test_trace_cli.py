@@ -62,7 +62,7 @@ def test_a_scenario_built_from_the_trace_solves(run_main, run_cli, tmp_path, ext
     conversation_trace(tmp_path / "conv.jsonl")
     result = run_main(
         "trace", "analyze", "conv.jsonl", "--scenario-out", "conv.yaml", "--base", "default",
-        *extra,
+        "--reuse-curve", *extra,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     workload = yaml.safe_load((tmp_path / "conv.yaml").read_text())["workload"]

@@ -104,7 +104,7 @@ def test_the_decode_side_curve_of_cycling_conversations(run_main, tmp_path):
     [0, 1]. The ladder runs from one prompt (4) to the working set (16 blocks)."""
     cycling(tmp_path / "c.jsonl")
     args = ("trace", "analyze", "c.jsonl", "--block-tokens", "1", "--format", "json")
-    result = run_main(*args, "--workload-out", "w.yaml")
+    result = run_main(*args, "--reuse-curve", "--workload-out", "w.yaml")
     assert result.returncode == 0, result.stderr
     curve = json.loads(result.stdout)["decode_reuse_curve"]
     caps = curve["capacity_tokens"]
@@ -114,7 +114,7 @@ def test_the_decode_side_curve_of_cycling_conversations(run_main, tmp_path):
     assert curve["at_arrival_rate_per_s"] == pytest.approx(1.0)  # one request a second
     written = yaml.safe_load((tmp_path / "w.yaml").read_text())["workload"]
     assert written["prefix_reuse"] == curve
-    skipped = run_main(*args, "--no-reuse-curve")
+    skipped = run_main(*args)  # opt-in: the default holds only the caches asked for
     assert json.loads(skipped.stdout)["decode_reuse_curve"] is None
 
 
