@@ -108,12 +108,17 @@ def cpu_s_at_least(seconds: float):
     of CPU), into the work, however loaded the machine is. (A Ctrl-C during the imports
     themselves ends Python's way: a traceback, killed by SIGINT.)"""
 
-    def ready(pid: int) -> bool:
+    def cpu_s(pid: int) -> float:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
-            return False
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") >= seconds
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def ready(pid: int) -> bool:
+        # the process and the workers it forked (solve optimises its architectures in
+        # forked children, so the parent alone may use little CPU)
+        return cpu_s(pid) + sum(cpu_s(child) for child in descendants(pid)) >= seconds
 
     return ready
 
