@@ -40,14 +40,14 @@ def answer(
     else:
         each = "; ".join(f"{ARCH_NAMES.get(a, a)}: {r}" for a, r in reasons)
         text = f"no architecture the scenario allows has a plan: {each}"
-    out = {
-        "scenario": s.name,
-        "status": "infeasible",
-        "plan": None,
-        "metrics": None,
-        "reason": text,
-        "shortfalls": shortfalls,
-    }
+    return no_plan_answer(s.name, "infeasible", text, solved, shortfalls=shortfalls)
+
+
+def no_plan_answer(scenario_name: str, status: str, reason: str, solved: dict, **why) -> dict:
+    """The JSON answer when no plan is given (infeasible or unproven): status, reason, the
+    figures behind it (`why`) and the architecture choice the solve made, if any."""
+    out = {"scenario": scenario_name, "status": status, "plan": None, "metrics": None,
+           "reason": reason, **why}  # fmt: skip
     if "architecture_choice" in solved:
         out["architecture_choice"] = solved["architecture_choice"]
     return out

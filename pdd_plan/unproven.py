@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from pdd_plan.infeasible import no_plan_answer
 from pdd_plan.plan.search import STOP_EVALUATIONS
 
 STATUS = "unproven"
@@ -63,14 +64,4 @@ def answer(scenario_name: str, solved: dict, solved_each: tuple[dict, ...]) -> d
     text = "; ".join(reasons)
     if len(entries) > 1:
         text = f"no plan found, not proven infeasible: {text}"
-    out = {
-        "scenario": scenario_name,
-        "status": STATUS,
-        "plan": None,
-        "metrics": None,
-        "reason": text,
-        "stopped": stopped,
-    }
-    if "architecture_choice" in solved:
-        out["architecture_choice"] = solved["architecture_choice"]
-    return out
+    return no_plan_answer(scenario_name, STATUS, text, solved, stopped=stopped)
