@@ -123,7 +123,7 @@ def cutoff_turns(scenario, arch: str, policy, classes, model) -> tuple[float, fl
     """(share of requests the cut-off takes, the mean tokens such a turn adds that never
     reach MD: its uncached prompt and its output)."""
     cut = rt.cutoff_mask(arch, classes, policy, rt.resolved_cutoff(scenario), model,
-                         scenario.kv_dtype)  # fmt: skip
+                         scenario.kv_dtype, scenario.workload.input_tokens.mean())  # fmt: skip
     w = classes.weight[cut]
     if not w.sum():
         return 0.0, 0.0

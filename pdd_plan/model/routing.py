@@ -53,36 +53,59 @@ def kv_payload_bytes(model: ModelSpec, kv_dtype: str, new_tokens, total_tokens) 
     )
 
 
-def default_cutoff_bytes_per_output_token(per_connection_bits_per_s: float, step_s: float):
-    """The cut-off's default threshold: shipping a request's uncached input is pure waste
-    when the transfer, on one connection, lasts longer than decoding its whole output on
-    RLD: bytes / per-connection rate >= output x step, i.e. bytes per output token >=
-    per-connection bytes/s x step."""
-    return per_connection_bits_per_s / 8.0 * step_s
+def default_cutoff_bytes_per_output_token(per_connection_bits_per_s: float, step_s: float,
+                                          stripes: int = 1):  # fmt: skip
+    """The cut-off's default threshold: shipping a relayed request's uncached input is pure
+    waste when the transfer (on its `stripes` connections at their per-connection rate)
+    lasts longer than decoding its whole output on RLD: bytes / (stripes x rate) >= output
+    x step, i.e. bytes per output token >= stripes x per-connection bytes/s x step."""
+    return stripes * per_connection_bits_per_s / 8.0 * step_s
 
 
 def resolved_cutoff(scenario) -> ShortOutputCutoff:
     """The scenario's cut-off with its threshold filled in: the default derived from the
-    line's per-connection rate and the decode step RLD is sized to stay within (the
-    tightest TPOT limit: RLD's batch grows until its step reaches it)."""
+    line's per-connection rate (times the stripes a transfer runs on) and the decode step
+    RLD is sized to stay within (the tightest TPOT limit: RLD's batch grows until its step
+    reaches it)."""
     c = scenario.policy.short_output_cutoff
     if c.min_uncached_bytes_per_output_token is not None:
         return c
     step = min(scenario.sla.tpot_s.values(), default=DEFAULT_CUTOFF_STEP_S)
-    threshold = default_cutoff_bytes_per_output_token(scenario.wan.per_connection_bits_per_s, step)
+    wan = scenario.wan
+    threshold = default_cutoff_bytes_per_output_token(
+        wan.per_connection_bits_per_s, step, wan.stripes_per_transfer
+    )
     return ShortOutputCutoff(c.enabled, threshold)
 
 
-def cutoff_mask(architecture, classes, policy, cutoff, model, kv_dtype) -> np.ndarray:
-    """The short-output cut-off (pdd-system.md §5): PDD requests whose uncached input
-    (P's side: what P computed) is large per output token finish beside prefill."""
+def relay_threshold_bytes(model, kv_dtype, policy, threshold_input_tokens) -> float:
+    """The router's line between direct and relayed: the bytes a request of
+    `threshold_input_tokens` at the threshold hit rate would ship."""
+    m = float(threshold_input_tokens)
+    at_threshold = md_missing_tokens(m, policy.rld_hit_threshold)
+    return float(kv_payload_bytes(model, kv_dtype, at_threshold, m))
+
+
+def cutoff_mask(architecture, classes, policy, cutoff, model, kv_dtype,
+                threshold_input_tokens=None) -> np.ndarray:  # fmt: skip
+    """The short-output cut-off (pdd-system.md §5): a PDD request the router would relay
+    (P's uncached bytes above the relay threshold's bytes: routing on what P computed needs
+    no fixed point with MD's cache) whose transfer would outlast decoding its whole output
+    on RLD (bytes per output token at the cut-off threshold): RLD emits every token before
+    MD holds the KV, so the transfer serves only the next turn. It finishes beside prefill.
+    A direct request's small transfer is what MD needs anyway: never cut off.
+    `threshold_input_tokens`: as in `route` (default: the classes' mean input)."""
     n = len(classes)
     if architecture != "pdd" or not (policy.short_output_cutoff and cutoff.enabled):
         return np.zeros(n, bool)
     if cutoff.min_uncached_bytes_per_output_token is None:
         raise ValueError("the cut-off's threshold is unresolved (routing.resolved_cutoff)")
+    m = threshold_input_tokens
+    m = classes.mean(classes.input_tokens) if m is None else m
     p_side_bytes = kv_payload_bytes(model, kv_dtype, classes.uncached_tokens, classes.input_tokens)
-    return p_side_bytes / classes.output_tokens >= cutoff.min_uncached_bytes_per_output_token
+    relay_candidate = p_side_bytes > relay_threshold_bytes(model, kv_dtype, policy, m)
+    wasted = p_side_bytes / classes.output_tokens >= cutoff.min_uncached_bytes_per_output_token
+    return relay_candidate & wasted
 
 
 def md_missing_tokens(input_tokens, md_hit_rate) -> np.ndarray:
@@ -120,10 +143,8 @@ def route(
     elif architecture == "pdd":
         m = classes.mean(classes.input_tokens)
         m = float(m if threshold_input_tokens is None else threshold_input_tokens)
-        at_threshold = md_missing_tokens(m, policy.rld_hit_threshold)
-        threshold_bytes = kv_payload_bytes(model, kv_dtype, at_threshold, m)
-        path[wan > threshold_bytes] = RELAY
-        path[cutoff_mask(architecture, classes, policy, cutoff, model, kv_dtype)] = LOCAL
+        path[wan > relay_threshold_bytes(model, kv_dtype, policy, m)] = RELAY
+        path[cutoff_mask(architecture, classes, policy, cutoff, model, kv_dtype, m)] = LOCAL
     wan = np.where(path == LOCAL, 0.0, wan)  # a cut-off request ships nothing to MD
     rdma = np.where(
         path == DIRECT,
