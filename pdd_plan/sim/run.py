@@ -119,7 +119,8 @@ def _routes(setup: Setup, req: Requests, rate: float, seed: int = 0) -> rt.Route
     if d.architecture in ("pdd", "cdc_pd"):
         p = dc.resident_frac(dc.decode_cache_capacity_tokens(s, d, setup.model), rate,
                              s.workload.input_tokens.mean(), s.workload.prefix_reuse)  # fmt: skip
-        cut = rt.cutoff_mask(d.architecture, per_request, d.policy, cutoff, setup.model, s.kv_dtype)
+        cut = rt.cutoff_mask(d.architecture, per_request, d.policy, cutoff, setup.model,
+                             s.kv_dtype, s.workload.input_tokens.mean())  # fmt: skip
         if p < 1.0 or cut.any():
             rng = np.random.default_rng([seed, RESIDENCY_STREAM])
             resident = (rng.random(n) < p).astype(float)
