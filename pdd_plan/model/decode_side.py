@@ -100,14 +100,19 @@ def _md(setup, rate, tokens, weights, stretch: float) -> tuple[DecodeLoad, int, 
     return load, slots, adm
 
 
-def decode_side(setup: Setup, rate: float, wan_time_s: np.ndarray, prefill_util: float):
+def decode_side(
+    setup: Setup, rate: float, wan_time_s: np.ndarray, prefill_util: float, md_share=1.0
+):
+    """`md_share`: the share of the finishing role's requests `setup.decode` takes (one
+    group of a mixed role, model/mixed_pool.py); the relay sees the whole stream."""
     c, path, arch = setup.classes, setup.routes.path, setup.deployment.architecture
     stretch = 1.0 / max(1e-9, 1.0 - prefill_util) if arch == "colocated" else 1.0
     remote = path != rt.LOCAL if arch in ("pdd", "cdc_pd") else np.ones(len(c), bool)
     full = np.where(remote, c.output_tokens, 0.0)
-    md, slots, adm = _md(setup, rate, full, c.weight * remote, stretch)
+    md, slots, adm = _md(setup, rate, full, c.weight * remote * md_share, stretch)
     if setup.relay is None:
-        return DecodeSide(md, slots, md.step_s * stretch, adm, full, c.weight * remote, None, None)
+        return DecodeSide(md, slots, md.step_s * stretch, adm, full,
+                          c.weight * remote * md_share, None, None)  # fmt: skip
     relay, local = path == rt.RELAY, path == rt.LOCAL
     rtt = setup.link.rtt_s if setup.link is not None else 0.0
     fixed = engine_fixed_s(setup)
@@ -133,6 +138,7 @@ def decode_side(setup: Setup, rate: float, wan_time_s: np.ndarray, prefill_util:
     md_mass = np.where(relay, on_rld * (c.output_tokens - rl.rld_tokens), 0.0)
     md_mass = md_mass + np.where(relay | local, over * c.output_tokens, full)
     tokens = np.divide(md_mass, visits, out=np.zeros(len(c)), where=visits > 0)
-    md, slots, adm = _md(setup, rate, tokens, c.weight * visits, stretch)
+    md_weights = c.weight * visits * md_share
+    md, slots, adm = _md(setup, rate, tokens, md_weights, stretch)
     h = handoff_of(md, adm.wait.mean_s())(rl.eager_tokens) if relay.any() else None
-    return DecodeSide(md, slots, md.step_s * stretch, adm, tokens, c.weight * visits, rl, h)
+    return DecodeSide(md, slots, md.step_s * stretch, adm, tokens, md_weights, rl, h)

@@ -19,6 +19,13 @@ from pdd_plan.model.decode_admission import merge_waits
 from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
 from pdd_plan.model.metrics import Metrics
+from pdd_plan.model.mixed_pool import (
+    GroupLoad,
+    combine_rows,
+    members,
+    weighted_dict,
+    weighted_mean,
+)
 from pdd_plan.model.network import rdma_transfer_s, wan_transfer
 from pdd_plan.model.prefill_batch import prefill_queue
 from pdd_plan.model.queueing import WaitModel
@@ -57,6 +64,11 @@ class Snapshot:
     relay_overflow_frac: float = 0.0  # share of RLD-bound requests sent P -> MD instead
     decode_admission_wait_s: float = 0.0  # mean wait for a slot of the finishing role
     handoff_s: dict = None  # mean of each part of the handoff (model/handoff.py)
+    decode_groups: tuple[GroupLoad, ...] = ()  # a mixed decode role, group by group
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.decode_groups) > 1
 
     def ttft_quantile_s(self, q: float) -> float:
         return grouped_quantiles_s([q], self.ttft_groups)[0]
@@ -105,19 +117,40 @@ def _wan(setup: Setup, rate: float, service: np.ndarray, extra_hold_s=None):
     return result, transfer
 
 
-def _wan_and_decode(setup: Setup, rate: float, service: np.ndarray, p_util: float):
+def _wan_and_decode(setup: Setup, rate: float, service: np.ndarray, p_util: float, share=1.0):
     """The line and the decode side. With `pool_hold: handoff_end` a relayed request kept
     by RLD holds its connection through the handoff, whose length comes from the decode
     side: solved once with connections released at transfer end, then again with the
-    handoff added to the hold (the handoff does not depend on the pool: one pass)."""
+    handoff added to the hold (the handoff does not depend on the pool: one pass).
+    `share`: of the decode role's requests, those `setup.decode` takes (mixed_pool.py)."""
     wan, wan_time = _wan(setup, rate, service)
-    side = decode_side(setup, rate, wan_time + wan.connection_wait.mean_s(), p_util)
+    side = decode_side(setup, rate, wan_time + wan.connection_wait.mean_s(), p_util, share)
     if setup.scenario.wan.pool_hold == "handoff_end" and side.handoff is not None:
         relay = setup.routes.path == rt.RELAY
         extra = np.where(relay, side.relay.kept_frac * side.handoff.total_s, 0.0)
         wan, wan_time = _wan(setup, rate, service, extra)
-        side = decode_side(setup, rate, wan_time + wan.connection_wait.mean_s(), p_util)
+        side = decode_side(setup, rate, wan_time + wan.connection_wait.mean_s(), p_util, share)
     return wan, wan_time, side
+
+
+def _decode_part(setup: Setup, rate: float, service, p_util: float, share: float):
+    """(line, each class's transfer time, connection wait, decode side) with
+    `setup.decode` taking `share` of the decode role's requests."""
+    if setup.link is None:
+        wan_time = np.zeros(len(setup.classes))
+        return None, wan_time, WaitModel.none(), decode_side(setup, rate, wan_time, p_util, share)
+    wan, wan_time, side = _wan_and_decode(setup, rate, service, p_util, share)
+    return wan, wan_time, wan.connection_wait, side
+
+
+def _group_load(setup: Setup, share: float, side) -> GroupLoad:
+    g = setup.decode.group
+    return GroupLoad(g.gpu, g.gpus_per_instance, g.count, share, side.md.batch, side.md_slots,
+                     side.md.utilization_frac, side.md_admission.wait.mean_s())  # fmt: skip
+
+
+def _scaled(groups: list[LatencyGroup], share: float) -> list[LatencyGroup]:
+    return [LatencyGroup(g.weights * share, g.delays_s, g.waits) for g in groups]
 
 
 def _ttft_groups(setup, side, service, p_wait, conn_wait, wan_time) -> list[LatencyGroup]:
@@ -155,24 +188,27 @@ def snapshot(setup: Setup, rate: float) -> Snapshot:
     c, arch = setup.classes, setup.deployment.architecture
     service, p_wait, p_util = _prefill(setup, rate)
     util = {"prefill": p_util}
-    wan_time = np.zeros(len(c))
-    wan = None
-    conn_wait = WaitModel.none()
-    if setup.link is not None:
-        wan, wan_time, side = _wan_and_decode(setup, rate, service, p_util)
-        conn_wait = wan.connection_wait
+    # one part per decode group (one unless the role is mixed): the line (the same for
+    # every group but with `pool_hold: handoff_end`, the first group's is reported)
+    parts = [(s, su, *_decode_part(su, rate, service, p_util, s)) for s, su in members(setup)]
+    shares = [part[0] for part in parts]
+    _, _, wan, wan_time, conn_wait, side = parts[0]
+    sides = [part[-1] for part in parts]
+    if wan is not None:
         util["wan_line"] = wan.line_utilization_frac
         util["wan_pool"] = wan.pool_utilization_frac
-    else:
-        side = decode_side(setup, rate, wan_time, p_util)
     if side.relay is not None:
-        util["relay_decode"] = side.relay.utilization_frac
-    util[DECODE_ROLE[arch]] = side.md.utilization_frac
+        util["relay_decode"] = weighted_mean(shares, [x.relay.utilization_frac for x in sides])
+    util[DECODE_ROLE[arch]] = max(x.md.utilization_frac for x in sides)  # the fullest group
     if arch == "colocated":
         util["colocated"] = max(p_util, side.md.utilization_frac)
-    groups = _ttft_groups(setup, side, service, p_wait, conn_wait, wan_time)
+    groups = [
+        g
+        for s, su, _, w_time, c_wait, sd in parts
+        for g in _scaled(_ttft_groups(su, sd, service, p_wait, c_wait, w_time), s)
+    ]
     ttft = dict(zip(QUANTILES, grouped_quantiles_s(list(QUANTILES.values()), groups), strict=True))
-    rows = tpot_rows(setup, side, rate, service)
+    rows = combine_rows(shares, [tpot_rows(su, sd, rate * s, service) for s, su, *_, sd in parts])
     crossing_weights = c.weight * (wan_time > 0)
     transfer = {"p50": 0.0, "p99": 0.0}
     if wan is not None and crossing_weights.sum() > 0:
@@ -182,8 +218,10 @@ def snapshot(setup: Setup, rate: float) -> Snapshot:
         transfer = {"p50": qs[0], "p99": qs[1]}
     rld_share = 0.0
     if side.relay is not None:
-        rld = side.relay.rld_tokens * side.relay.kept_frac
-        rld_share = float(np.dot(c.weight, rld) / np.dot(c.weight, c.output_tokens))
+        rld = [x.relay.rld_tokens * x.relay.kept_frac for x in sides]
+        rld_share = weighted_mean(
+            shares, [float(np.dot(c.weight, r) / np.dot(c.weight, c.output_tokens)) for r in rld]
+        )
     return Snapshot(
         arrival_rate_per_s=rate,
         ttft_s=ttft,
@@ -198,9 +236,16 @@ def snapshot(setup: Setup, rate: float) -> Snapshot:
         utilization_frac=util,
         ttft_groups=tuple(groups),
         tpot_rows=rows,
-        relay_overflow_frac=side.overflow_frac,
-        decode_admission_wait_s=side.md_admission.wait.mean_s(),
-        handoff_s=side.handoff.parts() if side.handoff is not None else {},
+        relay_overflow_frac=weighted_mean(shares, [x.overflow_frac for x in sides]),
+        decode_admission_wait_s=weighted_mean(
+            shares, [x.md_admission.wait.mean_s() for x in sides]
+        ),
+        handoff_s=weighted_dict(
+            shares, [x.handoff.parts() if x.handoff is not None else {} for x in sides]
+        ),
+        decode_groups=tuple(_group_load(su, s, sd) for s, su, *_, sd in parts)
+        if setup.mixed
+        else (),
     )
 
 

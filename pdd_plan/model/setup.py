@@ -16,6 +16,7 @@ from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import Deployment, InstanceGroup
 from pdd_plan.model.hardware import Gpu
 from pdd_plan.model.llm import ModelSpec
+from pdd_plan.model.mixed_pool import capacity_shares, mixable
 from pdd_plan.model.network import WanLink
 from pdd_plan.model.roofline import Instance
 from pdd_plan.model.scenario import Scenario
@@ -30,7 +31,7 @@ PREFILL_ROLE = {"pdd": "prefill", "cdc_pd": "prefill", "idc_pd": "prefill",
 
 @dataclass(frozen=True)
 class RolePool:
-    """One role's instances (a single GPU type and shape per pool)."""
+    """One group of a role's instances (one GPU type and shape)."""
 
     group: InstanceGroup
     instance: Instance
@@ -49,27 +50,42 @@ class Setup:
     relay: RolePool | None
     link: WanLink | None
     cost_usd_per_hour: float
+    # the finishing decode role's groups (model/mixed_pool.py) and each one's share of its
+    # requests; `decode` is the group with the largest share (the only one when unmixed)
+    decode_groups: tuple[RolePool, ...] = ()
+    decode_shares_frac: tuple[float, ...] = ()
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the finishing decode role holds several groups."""
+        return len(self.decode_groups) > 1
 
 
-def _pool(deployment: Deployment, role: str, model, gpus: dict[str, Gpu], scenario) -> RolePool:
+def _pools(deployment: Deployment, role: str, model, gpus, scenario) -> list[RolePool]:
     groups = deployment.role(role)
     if not groups:
         raise InputError.single(
             "plan", "plan.instances", f"no {role} instances", f"instances for the {role} role"
         )
-    if len(groups) > 1:
-        raise InputError.single(
-            "plan",
-            "plan.instances",
-            f"{len(groups)} instance groups for the {role} role",
-            "one GPU type and shape per role (mixed pools within a role are not modelled yet)",
-        )
-    g = groups[0]
-    inst = Instance(
-        model, gpus[g.gpu], g.gpus_per_instance, scenario.kv_dtype, scenario.weight_dtype,
-        engine_profile=scenario.engine.profile,
-    )  # fmt: skip
-    return RolePool(g, inst)
+    mixable(role, groups)
+    return [
+        RolePool(
+            g,
+            Instance(
+                model,
+                gpus[g.gpu],
+                g.gpus_per_instance,
+                scenario.kv_dtype,
+                scenario.weight_dtype,
+                engine_profile=scenario.engine.profile,
+            ),
+        )  # fmt: skip
+        for g in groups
+    ]
+
+
+def _pool(deployment: Deployment, role: str, model, gpus: dict[str, Gpu], scenario) -> RolePool:
+    return _pools(deployment, role, model, gpus, scenario)[0]
 
 
 def _with_batch_limit(pool: RolePool, scenario: Scenario, context_tokens: float) -> RolePool:
@@ -93,7 +109,7 @@ def check_holds_a_request(setup: Setup) -> None:
     request of the mean context beside the weights cannot run at any rate: bad input
     (exit 2), refused alike by `evaluate` and `simulate`, never a "saturated" result."""
     context = decode_context_tokens(setup.classes)
-    for pool in (setup.relay, setup.decode):
+    for pool in (setup.relay, setup.decode, *setup.decode_groups):
         if pool is not None and pool.instance.max_batch(context) < 1:
             g = pool.group
             raise InputError.single(
@@ -212,9 +228,12 @@ def prepare(
         )
         / np.dot(classes.weight, classes.output_tokens)
     )
-    decode = _with_batch_limit(
-        _pool(deployment, DECODE_ROLE[arch], model, gpus, scenario), scenario, context
-    )
+    groups = [
+        _with_batch_limit(p, scenario, context)
+        for p in _pools(deployment, DECODE_ROLE[arch], model, gpus, scenario)
+    ]
+    shares = capacity_shares(groups, context)
+    decode = groups[max(range(len(groups)), key=shares.__getitem__)]
     relay = None
     if arch == "pdd":
         relay = _with_batch_limit(
@@ -230,4 +249,5 @@ def prepare(
             stripes_per_transfer=scenario.wan.stripes_per_transfer,
         )
     cost = deployment_cost_usd_per_hour(scenario, deployment, gpus, lines)
-    return Setup(scenario, deployment, model, classes, routes, prefill, decode, relay, link, cost)
+    return Setup(scenario, deployment, model, classes, routes, prefill, decode, relay, link, cost,
+                 tuple(groups), shares)  # fmt: skip

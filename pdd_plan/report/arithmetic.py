@@ -9,6 +9,7 @@ from pdd_plan.model import evaluate as ev
 from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.evaluate import DECODE_ROLE, PREFILL_ROLE, Setup
+from pdd_plan.model.mixed_pool import members
 
 
 def _pool_fields(pool) -> dict:
@@ -54,11 +55,9 @@ def role_arithmetic(setup: Setup, rate: float) -> list[dict] | None:
     context = c.input_tokens + c.output_tokens / 2
     try:
         service, p_wait, p_util = ev._prefill(setup, rate)
-        if setup.link is not None:  # the line, then decode (twice with pool_hold handoff_end)
-            _, _, side = ev._wan_and_decode(setup, rate, service, p_util)
-        else:
-            side = decode_side(setup, rate, np.zeros(len(c)), p_util)
-        md, md_tokens, md_weights = side.md, side.md_tokens, side.md_weights
+        # one decode side per group of the finishing role (one unless it is mixed)
+        parts = [(s, su, _side(su, rate, service, p_util, s)) for s, su in members(setup)]
+        side = parts[0][2]
         relay_entry = None
         if side.relay is not None:
             rl = side.relay
@@ -84,9 +83,22 @@ def role_arithmetic(setup: Setup, rate: float) -> list[dict] | None:
         "instance_capacity_rps": rate / (setup.prefill.group.count * p_util) if p_util else 0.0,
         "utilization_frac": float(p_util),
     }
-    decode = _decode_entry(
-        DECODE_ROLE[arch], setup.decode, md, rate, md_weights, md_tokens, context
-    )
+    decodes = []
+    for share, su, sd in parts:
+        entry = _decode_entry(
+            DECODE_ROLE[arch], su.decode, sd.md, rate, sd.md_weights, sd.md_tokens, context
+        )
+        if setup.mixed:  # the router's split (model/mixed_pool.py)
+            entry["share_of_role_frac"] = share
+        decodes.append(entry)
     if arch == "colocated":  # prefill steals time from the decode steps of the same instances
-        decode["effective_step_s"] = decode["step_s"] / max(1e-9, 1.0 - p_util)
-    return [e for e in (prefill, relay_entry, decode) if e is not None]
+        decodes[0]["effective_step_s"] = decodes[0]["step_s"] / max(1e-9, 1.0 - p_util)
+    return [e for e in (prefill, relay_entry, *decodes) if e is not None]
+
+
+def _side(setup: Setup, rate: float, service, p_util: float, share: float):
+    """The decode side as `evaluate`'s snapshot solves it: the line, then decode (twice
+    with pool_hold handoff_end); `share`: of the role's requests, this group's."""
+    if setup.link is not None:
+        return ev._wan_and_decode(setup, rate, service, p_util, share)[2]
+    return decode_side(setup, rate, np.zeros(len(setup.classes)), p_util, share)

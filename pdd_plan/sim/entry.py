@@ -11,6 +11,7 @@ from pdd_plan.loaders.engine_profile import profile_summary
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.evaluate import prepare
+from pdd_plan.model.mixed_pool import refuse_mixed
 from pdd_plan.model.setup import Setup, check_holds_a_request
 from pdd_plan.sim import stats
 from pdd_plan.sim.measure import measure
@@ -62,6 +63,7 @@ def load_setup(scenario: str | Path | None, plan: str | Path, catalog: Catalog) 
     deployment = load_plan(plan, s, catalog)
     setup = prepare(s, deployment, catalog.model_for(s), catalog.gpus, catalog.lines)
     check_holds_a_request(setup)  # the check evaluate makes, with the same message
+    refuse_mixed(setup, "simulate")  # the simulator's decode pools are per role
     return setup
 
 
