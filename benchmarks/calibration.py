@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import csv
 import itertools
+import re
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,8 +48,30 @@ def files_by_model(folder: Path, catalog: Catalog) -> tuple[dict, list]:
     return found, sorted(set(missing))
 
 
+def graph_sizes(folder: Path) -> dict[str, int]:
+    """Largest captured CUDA graph (tokens) of each file's engine: the launch's
+    `--max-cudagraph-capture-size` (index.csv `extra_engine_args`), else vLLM's default
+    min(2 x max_num_seqs, 512)."""
+    out = {}
+    for r in csv.DictReader((folder / "index.csv").open()):
+        flag = re.search(r"--max-cudagraph-capture-size[ =](\d+)", r["extra_engine_args"])
+        default = min(2 * int(r["max_num_seqs"]), 512)
+        out[r["file"]] = int(flag.group(1)) if flag else default
+    return out
+
+
+def read(files, catalog: Catalog) -> list:
+    """The files' measurements, each with its engine's CUDA-graph capture size."""
+    sizes = graph_sizes(Path(files[0]).parent)
+    out = []
+    for m in read_measurements(files, {}, catalog):
+        size = sizes.get(Path(m.file).name, sf.GRAPH_MAX_TOKENS)
+        out.append(replace(m, samples=replace(m.samples, graph_max_tokens=size)))
+    return out
+
+
 def loco(files, catalog: Catalog) -> dict:
-    measured = read_measurements(files, {}, catalog)
+    measured = read(files, catalog)
     data = prepared(measured, catalog)
     start = time.perf_counter()
     held = sf.held_out_s(data, data.group)
@@ -73,7 +97,7 @@ def across_models(by_model: dict, catalog: Catalog) -> None:
     """What a changed uncalibrated default would do (issue #13's second "Done when"): the
     profile fitted on one model's runs, applied to the other model's (leave one model out),
     against the plain roofline on the same rows."""
-    data = {m: prepared(read_measurements(f, {}, catalog), catalog) for m, f in by_model.items()}
+    data = {m: prepared(read(f, catalog), catalog) for m, f in by_model.items()}
     print("\n| fitted on | applied to | phase | plain roofline | fitted profile |")
     print("|---|---|---|---:|---:|")
     for train, test in itertools.permutations(data, 2):

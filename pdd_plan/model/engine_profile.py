@@ -11,13 +11,23 @@ measurements by `pdd-plan calibrate steps`:
              + [prefill in the step] (prefill_fixed_s + prefill_request_s x prompts / groups)
              + decode_request_s x decode requests / groups
              + serial_token_s x tokens / groups
+             + [more tokens than the largest CUDA graph] eager_step_s
 
 `groups` is the number of groups that run attention side by side: 1 in tensor
 parallelism, the GPUs in "ep" (data-parallel attention), so the per-request and
 per-token terms are those of one group's share of the step. The efficiency fractions
 multiply the catalog's measured ones, so a profile fitted on one GPU moves to another
 through the datasheet ratios (peak FLOP/s, HBM bandwidth); the seconds terms move as
-they are. The identity profile (`IDENTITY`) gives the plain roofline exactly.
+they are.
+
+`eager_step_s` is the host's cost of launching a step's kernels one by one: an engine
+replays captured CUDA graphs only for steps of up to its largest captured size
+(`GRAPH_MAX_TOKENS` tokens on one rank); a larger step runs eagerly, every kernel launched
+from Python, and a model of many small kernels per layer pays tens of milliseconds for it
+(vLLM 0.20.1 on B300, DeepSeek-V4-Flash: a step just above the capture size takes 40-100
+ms more than one just below it, at 512 tokens with the default capture size and at 128 in
+the run launched with `--max-cudagraph-capture-size 128`; benchmarks/calibration.py).
+The identity profile (`IDENTITY`) gives the plain roofline exactly.
 
 Pure: numpy only, no I/O.
 """
@@ -40,7 +50,12 @@ PARAMETERS: dict[str, tuple[float, float, float]] = {
     "prefill_request_s": (0.0, 0.0, 1.0),
     "decode_request_s": (0.0, 0.0, 0.1),
     "serial_token_s": (0.0, 0.0, 0.01),
+    "eager_step_s": (0.0, 0.0, 1.0),
 }
+# Largest step (tokens on one rank) an engine replays as a captured CUDA graph: vLLM's
+# default `max_cudagraph_capture_size` is min(2 x max_num_seqs, 512) (vLLM 0.20
+# CompilationConfig), 512 at any max_num_seqs >= 256, as every serving launch uses.
+GRAPH_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,7 @@ class EngineProfile:
     prefill_request_s: float = 0.0
     decode_request_s: float = 0.0
     serial_token_s: float = 0.0
+    eager_step_s: float = 0.0
     engine: str = ""
     engine_version: str = ""
     gpu: str = ""  # catalog GPU id the parameters were fitted on ("" = any)
@@ -98,7 +114,9 @@ class EngineProfile:
 
         `parts`: the plain roofline's compute_s, memory_s, comm_s, step_overhead_s and
         layer_s (kernel floor); `counts`: decode_requests, prompts, new_tokens (per
-        prompt) and groups (module docstring). Arrays broadcast. The identity profile
+        prompt), groups (module docstring) and optionally eager (1 where the step runs
+        without CUDA graphs, else 0; by default where one group's tokens exceed
+        GRAPH_MAX_TOKENS). Arrays broadcast. The identity profile
         returns the plain parts, bit for bit (x / 1.0, x * 1.0 and x + 0.0 are exact).
         """
         return step_parts(self.vector(), parts, counts)
@@ -107,7 +125,7 @@ class EngineProfile:
 def step_parts(params, parts: dict, counts: dict) -> tuple:
     """`EngineProfile.adjust` for a parameter vector in PARAMETERS order (fits call this
     with trial vectors; the roofline calls it through the profile)."""
-    fixed, layer, compute_eff, memory_eff, overlap, p_fixed, p_req, d_req, serial = params
+    fixed, layer, compute_eff, memory_eff, overlap, p_fixed, p_req, d_req, serial, eager = params
     groups = counts["groups"]
     prompts = counts["prompts"]
     decode = counts["decode_requests"]
@@ -115,12 +133,22 @@ def step_parts(params, parts: dict, counts: dict) -> tuple:
     prefill = np.where(prompts * counts["new_tokens"] > 0, p_fixed + p_req * prompts / groups, 0.0)
     overhead_s = parts["step_overhead_s"] + fixed + layer * parts["layer_s"]
     overhead_s = overhead_s + prefill + d_req * decode / groups + serial * tokens / groups
+    overhead_s = overhead_s + eager * _eager(counts, tokens, groups)
     return (
         parts["compute_s"] / compute_eff,
         parts["memory_s"] / memory_eff,
         parts["comm_s"] * (1.0 - overlap),
         overhead_s,
     )
+
+
+def _eager(counts: dict, tokens, groups):
+    """1.0 where the step runs eagerly: the given flags (a fit knows each measured
+    engine's capture size), else one group's tokens above GRAPH_MAX_TOKENS. A float for
+    floats (the roofline's scalar path), an array for arrays."""
+    if "eager" in counts:
+        return counts["eager"]
+    return (tokens > GRAPH_MAX_TOKENS * groups) * 1.0
 
 
 IDENTITY = EngineProfile(source="built-in")

@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile, step_parts
+from pdd_plan.model.engine_profile import (
+    GRAPH_MAX_TOKENS,
+    IDENTITY,
+    PARAMETERS,
+    EngineProfile,
+    step_parts,
+)
 from pdd_plan.model.roofline import Instance
 
 PHASES = ("decode", "prefill", "mixed")
@@ -56,6 +62,7 @@ class StepSamples:
     new_tokens: np.ndarray  # summed over the prompts
     cached_tokens: np.ndarray  # summed over the prompts
     latency_s: np.ndarray
+    graph_max_tokens: int = GRAPH_MAX_TOKENS  # the engine's largest captured CUDA graph
 
     def phases(self) -> np.ndarray:
         prefill = self.new_tokens > 0
@@ -105,6 +112,8 @@ def _prepare_one(samples: StepSamples, model, gpu) -> dict:
         "prompts": prompts,
         "new_tokens": np.rint(new),
         "groups": np.full(n, float(gpus if mode == "ep" else 1)),
+        # the row's own tokens are one rank's (the capture size is per rank)
+        "eager": (samples.decode_requests + samples.new_tokens > samples.graph_max_tokens) * 1.0,
     }
 
 
@@ -116,7 +125,7 @@ def prepare(all_samples: list[StepSamples], models: dict, gpus: dict) -> Prepare
     part_keys = ("compute_s", "memory_s", "comm_s", "step_overhead_s", "layer_s")
     return Prepared(
         {k: cat[k] for k in part_keys},
-        {k: cat[k] for k in ("decode_requests", "prompts", "new_tokens", "groups")},
+        {k: cat[k] for k in ("decode_requests", "prompts", "new_tokens", "groups", "eager")},
         np.concatenate([s.latency_s for s in all_samples]),
         np.concatenate([s.phases() for s in all_samples]),
         np.concatenate([np.full(len(s.latency_s), i) for i, s in enumerate(all_samples)]),

@@ -86,6 +86,7 @@ KNOWN = EngineProfile(
     prefill_request_s=0.002,
     decode_request_s=2e-4,
     serial_token_s=5e-6,
+    eager_step_s=0.03,
 )
 
 
