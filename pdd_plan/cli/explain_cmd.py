@@ -134,6 +134,12 @@ def print_explanation(result: dict) -> None:
         ["role", "utilisation"],
         [[role, f"{u:.1%}"] for role, u in roles["utilization_frac"].items() if u is not None],
     )
+    if roles.get("decode_split"):  # a mixed decode role (model/mixed_pool.py)
+        table(
+            "How the router splits the mixed decode role (by capacity at the TPOT batch)",
+            ["group", "share", "batch/instance", "utilisation", "slot wait"],
+            [_split_row(g) for g in roles["decode_split"]],
+        )
     by_reason = defaultdict(list)
     for c in result["pruned_candidates"]:
         by_reason[c["reason"]].append(c["candidate"])
@@ -151,3 +157,14 @@ def print_explanation(result: dict) -> None:
             ],  # fmt: skip
             caption="`--format json` lists every pruned candidate",
         )
+
+
+def _split_row(g: dict) -> list[str]:
+    nan = float("nan")
+    return [
+        f"{g['count']} x {g['gpus_per_instance']} {g['gpu']}",
+        f"{g['share_frac']:.1%}",
+        f"{g.get('batch', nan):.1f}",
+        f"{g.get('utilization_frac', nan):.1%}",
+        f"{g.get('slot_wait_s', nan):.3g} s",
+    ]

@@ -255,6 +255,7 @@ def _policy(node: Node, catalog: Catalog) -> sc.Policy:
                 "utilization_cap_frac",
                 "decode_cache_capacity_tokens",
                 "decode_cache",
+                "mixed_pools",
             )
         )
         if (not node.is_missing)
@@ -269,6 +270,7 @@ def _policy(node: Node, catalog: Catalog) -> sc.Policy:
             "utilization_cap_frac",
             "decode_cache_capacity_tokens",
             "decode_cache",
+            "mixed_pools",
         )
     }
     threshold = None
@@ -288,6 +290,7 @@ def _policy(node: Node, catalog: Catalog) -> sc.Policy:
         decode_cache=decode_cache_options(
             f["decode_cache"], f["decode_cache_capacity_tokens"], catalog
         ),
+        mixed_pools=f["mixed_pools"].boolean(default=False),
     )
 
 

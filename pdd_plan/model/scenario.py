@@ -117,6 +117,9 @@ class Policy:
     decode_cache_capacity_tokens: float | None  # None = unlimited (MD hit rate = P's)
     # the decode-side cache as a decision (tiers x TB per MD instance); None: not bought
     decode_cache: CacheOptions | None = None
+    # the optimiser may combine GPU types and shapes within the finishing decode role
+    # (model/mixed_pool.py); off by default: see plan/formulate.py
+    mixed_pools: bool = False
 
 
 @dataclass(frozen=True)

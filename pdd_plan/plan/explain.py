@@ -32,6 +32,7 @@ from pdd_plan.plan import elastic as el
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.cache_response import cache_response
 from pdd_plan.plan.formulate import formulate
+from pdd_plan.plan.mixed_split import decode_split
 
 BIND_REL_TOL = 1e-6  # a slack below this share of the constraint's size binds
 SLA_RELAX = 1.2
@@ -116,9 +117,16 @@ def explain(
             "roles": {
                 "utilization_frac": dict(m.role_utilization_frac),
                 "binding_role": m.binding_role,
+                # a mixed decode role: the router's split, group by group (absent if unmixed)
+                **_split(scenario, model, gpus, tiers, result.deployment, resolution),
             },
         }
     )
+
+
+def _split(scenario, model, gpus, tiers, deployment, resolution) -> dict:
+    split = decode_split(scenario, model, gpus, tiers, deployment, resolution)
+    return {"decode_split": split} if split else {}
 
 
 def pruned_candidates(result, candidates) -> list[dict]:

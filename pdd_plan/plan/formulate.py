@@ -2,6 +2,13 @@
 
 Variable and constraint names read as sentences in an LP dump, e.g.
 `instances_of_prefill_dc_a_h100_sxm_x32`, `prefill_capacity_covers_its_demand`.
+
+One GPU type and shape per role, except, with `policy.mixed_pools: true`, in the role
+that finishes requests (main decode, IDC-PD's decode: model/mixed_pool.py), where any
+candidates may add up: the router splits by capacity, so the linear capacity sum is what
+the mixed role carries. Off by default: the exact search (search.py) walks one type per
+role, so a mixed answer is the MILP's, checked by evaluate but not proven best among
+mixes, and mixing would move the answers the exhaustive tests prove optimal.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from dataclasses import dataclass
 import pulp
 
 from pdd_plan.model.hardware import LineTier
+from pdd_plan.model.mixed_pool import MIXABLE_ROLES
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.plan.candidates import Candidate, RoleDemand
 from pdd_plan.units import HOURS_PER_MONTH
@@ -84,9 +92,11 @@ def formulate(
                 pulp.lpSum(c.capacity_rps * n[c.key] for c in mine) >= demand.share * rate,
                 f"{role}_capacity_covers_its_demand",
             )
-        prob += pulp.lpSum(y[c.key] for c in mine) <= 1, f"one_gpu_type_and_shape_for_{role}"
+        one_type = not (scenario.policy.mixed_pools and role in MIXABLE_ROLES)
+        if one_type:  # (else any candidates of the role may add up: the module's doc)
+            prob += pulp.lpSum(y[c.key] for c in mine) <= 1, f"one_gpu_type_and_shape_for_{role}"
         prob += pulp.lpSum(n[c.key] for c in mine) >= 1, f"at_least_one_{role}_instance"
-        for c in mine:
+        for c in mine if one_type else ():
             prob += n[c.key] <= MAX_INSTANCES * y[c.key], f"only_the_chosen_type_of_{c.key}"
     if crossing:
         cap = scenario.policy.utilization_cap_frac

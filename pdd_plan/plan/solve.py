@@ -35,6 +35,12 @@ verified with `bound`, the best value any plan left could have). Ratios and good
 exact to IMPROVE_REL_TOL + GOODPUT_REL_TOL (relative). Neither the MILP's capacities nor
 its utilisation cap ever prune. tests/property/test_solve_exhaustive.py lists every plan of
 small random scenarios and finds none better.
+
+Mixed pools (`policy.mixed_pools: true`, formulate.py): the MILP may combine GPU types in
+the finishing decode role; its verified plan is a seed like any other, and wins when no
+plan of the walk beats it (after mixed_trim.py has taken out the MILP's spare capacity).
+The walk covers one type per role only, so a mixed answer is proven better than every
+single-type plan, not best among mixes: its metrics say so (MIXED_NOTE).
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ from pdd_plan.plan import search as sr
 from pdd_plan.plan.ceilings import ShortfallError, check_wan
 from pdd_plan.plan.floors import sla_floors
 from pdd_plan.plan.formulate import formulate, lp_text, solve_milp
+from pdd_plan.plan.mixed_trim import is_mixed, trim
 from pdd_plan.plan.space import OutOfTime
 
 THRESHOLDS = (0.8, 0.9, 0.95)
@@ -76,6 +83,11 @@ BCR_HEADROOM = sr.BCR_HEADROOM  # max_bcr sizes the MILP for at most this multip
 SEARCH_RESOLUTION = (4, 6, 12)  # request classes of the MILP's capacities (288 classes)
 BITS_PER_BYTE = 8
 NOT_STARTED = "Not Started"  # a MILP the solve's deadline left no time for
+MIXED_NOTE = (
+    "{role} mixes GPU types ({groups}): the MILP's plan (policy.mixed_pools), trimmed and "
+    "checked by evaluate; the search proved that no single-type plan beats it, not that no "
+    "other mix does"
+)
 
 
 @dataclass(frozen=True)
@@ -299,6 +311,9 @@ def _size_for_policy(
         if rate > 0 and search.meets(deployment, rate):
             attempts.append(Attempt(policy, cap, "verified"))
             search.consider_seed(deployment)
+            if is_mixed(deployment):  # the MILP's spare capacity, trimmed (mixed_trim.py)
+                per_capacity = {c.key: c.price_usd_per_hour / c.capacity_rps for c in usable}
+                search.consider_seed(trim(deployment, rate, search.meets, per_capacity))
             return cands, (deployment, form)
         attempts.append(Attempt(policy, cap, "SLA missed at the sized rate: resized"))
         cap *= CAP_SHRINK
@@ -456,6 +471,11 @@ def solve(
     deployment = outcome.deployment
     full = prepare(scenario, deployment, model, gpus, tiers, resolution)
     metrics, _ = evaluate(full, known=search.known(deployment, 0))
+    if full.mixed:  # what the proof covers (the module's doc)
+        groups = ", ".join(f"{p.group.count} x {p.group.gpus_per_instance} {p.group.gpu}"
+                           for p in full.decode_groups)  # fmt: skip
+        note = MIXED_NOTE.format(role=full.decode.group.role, groups=groups)
+        metrics = dataclasses.replace(metrics, warnings=(*metrics.warnings, note))
     rate = outcome.rate_rps
     if scenario.objective.kind != "min_cost":
         # what the plan carries under every distribution, by evaluate's own bisection (the
