@@ -64,6 +64,7 @@ from pdd_plan.model.deployment import (
 )
 from pdd_plan.model.evaluate import evaluate, goodput_rps, prepare
 from pdd_plan.model.metrics import Metrics
+from pdd_plan.model.mixed_pool import MIXABLE_ROLES
 from pdd_plan.model.network import WanLink, wan_transfer
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION, request_classes
@@ -393,6 +394,20 @@ def _no_candidate(why: str, search) -> None:
     raise ShortfallError(f"{why} ({what})", floors)
 
 
+def _mix_may_serve(scenario: Scenario, search) -> bool:
+    """With mixed pools, a role that no candidate can serve alone (each short of its
+    availability) may be served by several together: the MILP is asked before refusing."""
+    if not scenario.policy.mixed_pools:
+        return False
+    empty = {
+        role
+        for sp in search.spaces
+        for role, choices in zip(search.roles, sp.choices, strict=True)
+        if not choices
+    }
+    return empty <= set(MIXABLE_ROLES)
+
+
 def solve(
     scenario: Scenario,
     model,
@@ -422,7 +437,7 @@ def solve(
             proven=False, bound=float("inf"), stopped_by=f"{sr.STOP_TIME} (bounding candidates)",
         )  # fmt: skip
     why = search.plans.no_candidate(search.spaces)
-    if why:
+    if why and not _mix_may_serve(scenario, search):
         _no_candidate(why, search)
     # a WAN the KV cannot cross at the least rate asked: refused before any MILP or search
     check_wan(scenario, tiers, architecture, search.plans, policies, search.goal.floor_rps)

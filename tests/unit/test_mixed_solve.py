@@ -125,3 +125,29 @@ def test_the_bom_lists_each_group_and_explain_shows_the_split(catalog, tmp_path)
     # share than an H20 (both groups are 1-GPU instances)
     per = {g["gpu"]: g["share_frac"] / g["count"] for g in split}
     assert per["h200_sxm"] > per["h20_96g"]
+
+
+def test_a_mix_serves_what_no_single_type_can(catalog, tmp_path):
+    """H200s capped at 2 GPUs and H20s at 6: neither type alone carries 45 req/s (the
+    capped test above needs 3 H200 or 9 H20 alone), together they do. One 100G line, so
+    the line is far from its cap. (With H20s capped at 4, 2 H200 + 3 H20 would carry it,
+    but the MILP's capacities under the 0.85 cap find no mix: the MILP, not the walk,
+    decides which mixes are tried.)"""
+    h20_capped = H20.replace("}", ", max_gpus: 6}")
+
+    def solved(offers, mixed, name):
+        path = tmp_path / f"{name}.yaml"
+        text = SCENARIO % {"offers": "\n".join(offers), "mixed": mixed}
+        path.write_text(text.replace("[wave_10g]", "[wave_100g]"))
+        s = load_scenario(path, catalog)
+        return solve(s, catalog.model_for(s), catalog.gpus, catalog.lines, "cdc_pd",
+                     RESOLUTION, 60)  # fmt: skip
+
+    for alone in (H200 % CAP, h20_capped):
+        with pytest.raises(InfeasibleError):
+            solved([alone], "false", "alone")
+    mixed = solved([H200 % CAP, h20_capped], "true", "both")
+    groups = dict(_decode(mixed))
+    assert set(groups) == {"h200_sxm", "h20_96g"}
+    assert groups["h200_sxm"] <= 2 and groups["h20_96g"] <= 6
+    assert mixed.metrics.sla_met
