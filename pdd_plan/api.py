@@ -15,6 +15,7 @@ from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.deployment_json import plan_json
 from pdd_plan.model.evaluate import evaluate, prepare
+from pdd_plan.model.metrics import json_safe
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION, coarsening_notes
 from pdd_plan.plan.variants import (  # noqa: F401  (re-exported: the API's names)
@@ -58,13 +59,15 @@ def evaluate_plan(
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
     deployment = load_plan(plan, s, catalog)
     setup = prepare(s, deployment, catalog.model_for(s), catalog.gpus, catalog.lines, resolution)
-    metrics, _ = evaluate(setup)
+    metrics, snap = evaluate(setup)
     out = {
         "scenario": s.name,
         "status": "evaluated",
         "plan": plan_json(deployment),
         "metrics": metrics.to_json(),
     }
+    if snap is not None and snap.mixed:  # the router's split of a mixed decode role
+        out["decode_split"] = [json_safe(dataclasses.asdict(g)) for g in snap.decode_groups]
     out["metrics"]["warnings"] += coarsening_notes(s.workload, resolution)
     _name_profile(out, s, deployment)
     return out

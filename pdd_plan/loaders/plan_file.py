@@ -111,7 +111,8 @@ def _policy(node: Node) -> RoutingPolicy:
 
 # what a solve or evaluate result (`--format json`, `--out DIR`'s plan.json) holds beside
 # its `plan`: written by the tool, so known and not read back
-RESULT_KEYS = ("scenario", "status", "metrics", "solver", "role_arithmetic", "architecture_choice")
+RESULT_KEYS = ("scenario", "status", "metrics", "solver", "role_arithmetic", "architecture_choice",
+               "decode_split")  # fmt: skip
 _PLAN_KEYS = {"architecture", "instances", "lines", "policy", "decode_cache"}
 
 

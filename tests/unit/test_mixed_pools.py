@@ -4,6 +4,8 @@ one-group role unchanged, and the commands that refuse what they do not model.""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -141,6 +143,13 @@ plan:
     line = catalog.lines["wave_10g"].price_usd_per_month / 730
     assert out["metrics"]["cost_usd_per_hour"] == pytest.approx(6 + 3.5 + 2.4 + line)
     assert out["metrics"]["goodput_rps"] > 0
+    split = out["decode_split"]
+    assert [g["gpu"] for g in split] == ["h200_sxm", "h20_96g"]
+    assert sum(g["share_frac"] for g in split) == pytest.approx(1.0)
+    # the result reads back as a plan file (its result keys skipped), the split too
+    (tmp_path / "result.json").write_text(json.dumps(out))
+    again = evaluate_plan(tmp_path / "s.yaml", tmp_path / "result.json", catalog, RESOLUTION)
+    assert again["decode_split"] == split
 
 
 @pytest.mark.parametrize(
