@@ -1,12 +1,13 @@
 """The relay pool (RLD) by Little's law, with overflow to P -> MD.
 
 RLD holds a relayed request from its arrival until MD has taken it over: its WAN transfer
-plus the handoff (catch-up) or plus the token-id message (one-shot), or its whole output
-when that ends first; a short-output cut-off request stays for its output. By Little's
-law the pool holds a = (arrival rate) x E[hold] requests: no fixed point on RLD's own
-tokens. A request that finds every slot taken is not queued: the router sends it P -> MD
-like a direct request and it waits for its KV there. With Poisson arrivals the share that
-finds the pool full is Erlang-B over n x K slots (insensitive to the hold distribution).
+plus the handoff and MD's catch-up rounds until the stop reaches RLD (catch-up) or plus
+the token-id message (one-shot), or its whole output when that ends first; a short-output
+cut-off request stays for its output. By Little's law the pool holds a = (arrival rate) x
+E[hold] requests: no fixed point on RLD's own tokens. A request that finds every slot
+taken is not queued: the router sends it P -> MD like a direct request and it waits for
+its KV there. With Poisson arrivals the share that finds the pool full is Erlang-B over
+n x K slots (insensitive to the hold distribution).
 
 The step time that sets eager tokens is the step at the batch the pool carries, starting
 from the step at the slot limit (the first pass), never from the batch-1 step.
@@ -71,7 +72,7 @@ def relay_load(
     for _ in range(PASSES):
         eager = np.where(relay, eager_tokens(wan_time_s, step, c.output_tokens), 0.0)
         h = handoff_of(eager) if relay.any() else None
-        extra = catch_up_extra_tokens(h.total_s, step) if (catch_up and h) else 0.0
+        extra = catch_up_extra_tokens(h, step) if (catch_up and h) else 0.0
         kept_tokens = np.where(relay, np.minimum(eager + extra, c.output_tokens), 0.0)
         rld_tokens = np.where(local, c.output_tokens, kept_tokens)
         hold = rld_tokens * step

@@ -1,7 +1,9 @@
 """The rows of the TPOT and largest-gap distributions (model/tpot.py) for a deployment
 at one rate: one row per request class and path (direct or overflowed to MD, relayed and
 kept on RLD, finished near prefill), with its mean TPOT, the spread of the batch it
-shares, the interruptions it meets and its one-shot handoff gap."""
+shares, the interruptions it meets and its handoff gap (one-shot: the handoff; catch-up:
+the switch from RLD's last token to MD's next, one row per switch value of
+`handoff.catch_up_switch_gaps_s`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import numpy as np
 
 from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_side import DecodeSide, context_tokens
+from pdd_plan.model.handoff import catch_up_switch_gaps_s
 from pdd_plan.model.setup import Setup
 from pdd_plan.model.tpot import TpotRows, batch_sd_s
 
@@ -55,15 +58,23 @@ def tpot_rows(setup: Setup, side: DecodeSide, rate: float, service: np.ndarray) 
         md_tokens = np.maximum(gaps - rld_tokens, 0.0)
         one_shot = setup.deployment.policy.handoff != "catch_up"
         relay = path == rt.RELAY
-        gap = np.zeros(len(c))
-        if one_shot and side.handoff is not None:
-            gap = np.where(relay & (md_tokens > 0), side.handoff.total_s, 0.0)
-        stall = np.maximum(gap - md_step, 0.0)
-        mean = (rld_tokens * rl.step_s + stall + md_tokens * md_step) / gaps
-        mean = np.where(relay, mean, rl.step_s)
+        switch = [np.zeros(len(c))]  # the handoff's gap, at each equally likely RLD phase
+        if side.handoff is not None:
+            handed = relay & (md_tokens > 0)
+            totals = (
+                [side.handoff.total_s]
+                if one_shot
+                else catch_up_switch_gaps_s(side.handoff, rl.step_s)
+            )  # catch-up: MD trails RLD by the ids' trip
+            switch = [np.where(handed, g, 0.0) for g in totals]
         sd, m = md_part(np.where(relay, md_tokens, 0.0))
         step = np.where(relay & (md_tokens > 0), max(rl.step_s, md_step), rl.step_s)
-        rows.append((c.weight * near * rl.kept_frac, mean, sd, m, step, gap))
+        for gap in switch:
+            stall = np.maximum(gap - md_step, 0.0)
+            mean = (rld_tokens * rl.step_s + stall + md_tokens * md_step) / gaps
+            mean = np.where(relay, mean, rl.step_s)
+            w = c.weight * near * rl.kept_frac / len(switch)
+            rows.append((w, mean, sd, m, step, gap))
     multi = c.output_tokens > 1
     cols = [np.concatenate([r[i][multi] for r in rows]) for i in range(6)]
     cols.append(np.concatenate([gaps[multi]] * len(rows)))

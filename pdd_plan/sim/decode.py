@@ -11,9 +11,10 @@ Events, in wall-time order:
   sets up the handoff (one RTT + the fixed engine cost), then MD admits it like any
   request (slot wait, next boundary) and absorbs the e tokens RLD emitted in one
   extend-decode step that also emits the next token. Catch-up: the same delay, slot and
-  boundary waits, while RLD keeps going; MD extend-decodes the e tokens emitted by its
-  join, RLD stops at its first boundary after MD's extend step, and MD's next ordinary
-  step absorbs those few and emits the next token.
+  boundary waits, while RLD keeps going and streams its ids (one way each); MD extend-
+  decodes the ids that reached it by its join, then absorbs what arrived meanwhile in its
+  next steps until it has caught up; RLD stops at its first boundary after the stop
+  reaches it (one way).
 - BOUNDARY(instance): the instance's batch changes at a step boundary (leaves, joins).
 """
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pdd_plan.model.handoff import run_catch_up
 from pdd_plan.sim.decode_instance import DecodeInstance
 from pdd_plan.sim.steps import DecodeSteps
 
@@ -100,10 +102,12 @@ class DecodeEngine:
     instance, else one) and `local_pool_of[request]` picks the local one."""
 
     def __init__(self, local_pools: list[Pool], main_pool: Pool | None, inputs, outputs, mode,
-                 kv_need=None, wan_done_s=None, handoff_delay_s: float = 0.0):  # fmt: skip
+                 kv_need=None, wan_done_s=None, handoff_delay_s: float = 0.0,
+                 one_way_s: float = 0.0):  # fmt: skip
         """`kv_need`: KV bytes each request reserves on admission; `wan_done_s`: when MD
         holds each request's KV (where RLD overflows to P -> MD); `handoff_delay_s`: the
-        token-id round trip + the engine's fixed cost of a handoff (model/handoff.py)."""
+        token-id round trip + the engine's fixed cost of a handoff (model/handoff.py);
+        `one_way_s`: half the line's RTT (catch-up streams ids and sends its stop one way)."""
         self.pools = {LOCAL_STAGE: local_pools, MAIN_STAGE: [main_pool] if main_pool else []}
         n = len(inputs)
         self.inputs = _flat("d", inputs, np.float64)
@@ -112,6 +116,7 @@ class DecodeEngine:
         self.kv_need = _flat("d", np.zeros(n) if kv_need is None else kv_need, np.float64)
         self.wan_done = wan_done_s
         self.handoff_delay_s = handoff_delay_s
+        self.one_way_s = one_way_s
         self.overflowed = np.zeros(n, dtype=bool)
         # the KV bin each request holds, per stage: under catch-up a request holds KV on RLD
         # and MD at once (from MD's admission to RLD's stop), each freed by its own stage
@@ -252,30 +257,49 @@ class DecodeEngine:
 
     # ---- the handoff ------------------------------------------------------------------------
     def _catch_up_spec(self, md: DecodeInstance, t: float, spec: tuple, k_now=None):
-        """MD joins at its next boundary j with the e tokens RLD emitted by then and extend-
-        decodes them; RLD stops at its first boundary after that step; MD's next step
-        absorbs RLD's last few tokens and emits the next one."""
+        """Catch-up's rounds on MD's and RLD's own step grids (model/handoff.run_catch_up):
+        MD joins at its next boundary j and extend-decodes the ids that reached it by then
+        (RLD streams each one way); each following MD step absorbs the ids that arrived
+        during the previous one, until MD has caught up; the stop reaches RLD one way later
+        and RLD leaves at its next boundary. The user takes RLD's tokens up to there, then
+        MD's (MD recomputes RLD's last few: it emits from RLD's stop on)."""
         rid = spec[0]
         state = self.where.get(rid, ("done",))
         if state[0] != "run":
             return spec if state[0] != "done" else None
         rld, k_join = state[2], self.rec[LOCAL_STAGE].join[rid]
-        out = self.outputs[rid]
+        out, tau = self.outputs[rid], self.one_way_s
         if k_now is not None or not md.busy:
-            t_j = t
+            k_j, t_j = (md.k0 if k_now is None else k_now), t
         else:
-            t_j = self._wall(md, md.time_of(md.next_boundary(self._own(md, t))))
-        emitted = min(rld.steps_done_by(t_j) - k_join, out)
+            k_j = md.next_boundary(self._own(md, t))
+            t_j = self._wall(md, md.time_of(k_j))
+        emitted = min(rld.steps_done_at(t_j - tau) - k_join, out)
         if emitted >= out:
             return None  # RLD finishes it before MD could take over
-        md_steps = self.pools[MAIN_STAGE][0].steps
-        x = md_steps.extend_s(md.load + 1, emitted, self.inputs[rid] + emitted)
-        stop = rld.next_boundary(t_j + x) if rld.busy else rld.k0
+        md_steps, batch = self.pools[MAIN_STAGE][0].steps, md.load + 1
+        ctx = self.inputs[rid] + emitted
+        # MD's steps at its batch's mean context with this request in it (as `_boundary`)
+        mean_ctx = (md.ctx_base + ctx - k_j) / (md.batch + 1) + k_j
+
+        def md_step_s(k: int) -> float:
+            if k > 0:
+                return md_steps.extend_s(batch, k, mean_ctx)
+            return md_steps.step_s(batch, mean_ctx)
+
+        def rld_tokens_by(t_s: float) -> int:
+            return rld.steps_done_at(t_s) - k_join
+
+        rounds = run_catch_up(t_j, emitted, rld_tokens_by, md_step_s, tau, out)
+        stop = rld.next_boundary(rounds.stop_s) if rld.busy else rld.k0
         total = min(stop - k_join, out)
         if total >= out:
             return None
         self._stop_local(rid, rld, stop, total)
-        return (rid, out - total, emitted, 1, self.inputs[rid] + emitted, "catch_up")
+        # MD emits RLD's position + 1 at its round-th step, then one a step: the first token
+        # the user takes from MD (total + 1) comes (total - position) steps later
+        skip = rounds.md_steps + max(total - rounds.md_position_tokens, 0) - 1
+        return (rid, out - total, emitted, skip, ctx, "catch_up")
 
     def _overflow(self, t: float, rid: int) -> None:
         """RLD is full: the router sends the request P -> MD, which takes it once its KV

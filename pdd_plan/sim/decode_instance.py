@@ -82,6 +82,21 @@ class DecodeInstance:
             return self.k0
         return self.k0 + 1 + int(math.floor((t - self.t0 - self.d_first) / self.d + _EPS))
 
+    def steps_done_at(self, t: float) -> int:
+        """Steps completed by time t, also before the current segment (looked up in the
+        recorded segments; an idle segment completes none)."""
+        if t >= self.t0 or len(self.segments) < 10:
+            return self.steps_done_by(t)
+        k0, t0, d_first, d, batch = self.segment_arrays()
+        i = int(np.searchsorted(t0, t, side="right")) - 1
+        if i < 0:
+            return int(k0[0])
+        first_end = t0[i] + d_first[i]
+        if batch[i] <= 0 or t < first_end - _EPS:
+            return int(k0[i])
+        done = int(k0[i]) + 1 + int(math.floor((t - first_end) / d[i] + _EPS))
+        return min(done, int(k0[i + 1]))  # i is not the last segment: t < self.t0
+
     def next_boundary(self, t: float) -> int:
         """The first step boundary at or after t (the instance is busy)."""
         if t <= self.t0 + self.d_first + _EPS:

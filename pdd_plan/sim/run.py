@@ -304,11 +304,12 @@ def _engine(setup: Setup, req: Requests, prefill: PrefillRun, wan_done: np.ndarr
     else:
         local_pools = _decode_pool(setup.relay, req, need, overflow=True)
         main_pool = _decode_pool(setup.decode, req, need)[0]
-    delay = 0.0
+    delay = one_way = 0.0
     if arch == "pdd":  # the token ids' round trip + the engine's fixed cost per handoff
-        delay = setup.link.rtt_s + engine_fixed_s(setup)
+        delay, one_way = setup.link.rtt_s + engine_fixed_s(setup), setup.link.rtt_s / 2
     engine = DecodeEngine(local_pools, main_pool, req.input_tokens, req.output_tokens,
-                          setup.deployment.policy.handoff, need, wan_done, delay)  # fmt: skip
+                          setup.deployment.policy.handoff, need, wan_done, delay,
+                          one_way)  # fmt: skip
     return engine, local_pools, main_pool
 
 

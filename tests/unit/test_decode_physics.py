@@ -25,6 +25,7 @@ from pdd_plan.model.handoff import (
     PUBLISHED_HANDOFF_RTT_S,
     PUBLISHED_HANDOFF_TOKENS,
     PUBLISHED_RECOMPUTE_HANDOFF_S,
+    Handoff,
     catch_up_extra_tokens,
 )
 from pdd_plan.model.queueing import WaitModel
@@ -107,8 +108,11 @@ def test_published_handoff_constant_rederived_from_the_roofline(catalog, paper):
     assert pytest.approx(fixed, abs=1e-3) == DEFAULT_ENGINE_FIXED_S
 
 
-def test_catch_up_tokens_are_handoff_over_relay_step():
-    assert list(catch_up_extra_tokens(np.array([0.3, 0.03]), 0.03)) == [10, 1]
+def test_catch_up_tokens_are_handoff_and_stop_trip_over_relay_step():
+    """MD's 20 ms extend lets at most one of RLD's 30 ms tokens through: caught up at once,
+    RLD hears the stop one way (15 ms) after the handoff: (295.6 + 15) / 30 tokens."""
+    h = Handoff(0.030, 0.2356, 0.0, 0.010, np.array([0.020]), 0.015, 0.020)
+    assert catch_up_extra_tokens(h, 0.030)[0] == pytest.approx(0.3106 / 0.030)
 
 
 def test_one_shot_gap_is_the_handoff_and_stays_under_half_a_second(catalog, paper):
