@@ -19,19 +19,17 @@ from __future__ import annotations
 
 import csv
 import itertools
-import re
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from pdd_plan.calibration import prepared, read_measurements
+from pdd_plan.calibration import prepared, read_measurements, with_graph_sizes
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.step_measurements import catalog_model_id
 from pdd_plan.model import step_fit as sf
-from pdd_plan.model.engine_profile import IDENTITY
+from pdd_plan.model.engine_profile import IDENTITY, vllm_graph_max_tokens
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "perf" / "fpm"
 
@@ -52,22 +50,16 @@ def graph_sizes(folder: Path) -> dict[str, int]:
     """Largest captured CUDA graph (tokens) of each file's engine: the launch's
     `--max-cudagraph-capture-size` (index.csv `extra_engine_args`), else vLLM's default
     min(2 x max_num_seqs, 512)."""
-    out = {}
-    for r in csv.DictReader((folder / "index.csv").open()):
-        flag = re.search(r"--max-cudagraph-capture-size[ =](\d+)", r["extra_engine_args"])
-        default = min(2 * int(r["max_num_seqs"]), 512)
-        out[r["file"]] = int(flag.group(1)) if flag else default
-    return out
+    rows = csv.DictReader((folder / "index.csv").open())
+    return {
+        r["file"]: vllm_graph_max_tokens(r["extra_engine_args"], int(r["max_num_seqs"]))
+        for r in rows
+    }
 
 
 def read(files, catalog: Catalog) -> list:
     """The files' measurements, each with its engine's CUDA-graph capture size."""
-    sizes = graph_sizes(Path(files[0]).parent)
-    out = []
-    for m in read_measurements(files, {}, catalog):
-        size = sizes.get(Path(m.file).name, sf.GRAPH_MAX_TOKENS)
-        out.append(replace(m, samples=replace(m.samples, graph_max_tokens=size)))
-    return out
+    return with_graph_sizes(read_measurements(files, {}, catalog), graph_sizes(files[0].parent))
 
 
 def loco(files, catalog: Catalog) -> dict:

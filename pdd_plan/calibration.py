@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -35,6 +36,17 @@ class Calibration:
 def read_measurements(files, options: dict, catalog: Catalog, skip_rows: int = 3):
     resolver = ConfigResolver(catalog, options)
     return [m for f in files for m in read_file(f, resolver, skip_rows)]
+
+
+def with_graph_sizes(measured, sizes: dict) -> list:
+    """Each measurement with its engine's largest captured CUDA graph (`sizes`: tokens by
+    file name; files not named keep the default, step_fit.GRAPH_MAX_TOKENS)."""
+    out = []
+    for m in measured:
+        size = sizes.get(Path(m.file).name)
+        samples = m.samples if size is None else replace(m.samples, graph_max_tokens=size)
+        out.append(replace(m, samples=samples))
+    return out
 
 
 def prepared(measured, catalog: Catalog) -> sf.Prepared:
@@ -74,10 +86,10 @@ def _metadata(measured, name: str | None) -> EngineProfile:
 
 def calibrate_steps(
     files, options: dict, name: str | None = None, cross_validate: bool = True,
-    catalog: Catalog | None = None,
+    catalog: Catalog | None = None, graph_sizes: dict | None = None,
 ) -> Calibration:  # fmt: skip
     catalog = catalog or Catalog()
-    measured = read_measurements(files, options, catalog)
+    measured = with_graph_sizes(read_measurements(files, options, catalog), graph_sizes or {})
     data = prepared(measured, catalog)
     profile, keep = sf.fit_profile(data, _metadata(measured, name))
     errors = lambda p: sf.phase_errors(p, data.latency_s, data.phase)  # noqa: E731

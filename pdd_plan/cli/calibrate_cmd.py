@@ -3,6 +3,7 @@ per-iteration step times (vLLM forward-pass metrics or the plain CSV format)."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,7 @@ from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.strict import ID_PATTERN
-from pdd_plan.model.engine_profile import PARAMETERS
+from pdd_plan.model.engine_profile import PARAMETERS, vllm_graph_max_tokens
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
 
@@ -72,6 +73,24 @@ def _print(c: Calibration, out: str) -> None:
     console.print(f"wrote {safe(out)}")
 
 
+def _graph_sizes(files: list[Path]) -> dict[str, int]:
+    """Each FPM file's largest captured CUDA graph from the launch recorded in an
+    index.csv beside it (`extra_engine_args`, `max_num_seqs`); files it does not name, or
+    an index without those columns, keep vLLM's default."""
+    sizes: dict[str, int] = {}
+    for folder in {f.parent for f in files}:
+        index = folder / "index.csv"
+        try:
+            rows = list(csv.DictReader(index.open(encoding="utf-8"))) if index.is_file() else []
+        except (OSError, UnicodeDecodeError, csv.Error):
+            rows = []  # the loader reports a broken index when it reads the configuration
+        for r in rows:
+            seqs = r.get("max_num_seqs") or ""
+            n = int(seqs) if seqs.isdigit() else None
+            sizes[str(r.get("file"))] = vllm_graph_max_tokens(r.get("extra_engine_args") or "", n)
+    return sizes
+
+
 @app.command("steps")
 def steps(
     files: list[Path] = typer.Argument(..., help="FPM CSVs (.csv or .csv.gz) or plain CSVs"),
@@ -82,6 +101,12 @@ def steps(
     ep: int | None = parallel_size_option("--ep", "expert-parallel"),
     dp: int | None = parallel_size_option("--dp", "data-parallel"),
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (bf16)"),
+    graph_tokens: int | None = typer.Option(
+        None,
+        "--cuda-graph-max-tokens",
+        help="the engine's largest captured CUDA graph, tokens per rank (default: the "
+        "launch flags in an index.csv beside the file, else vLLM's 512)",
+    ),
     name: str | None = typer.Option(None, help="the profile's id (default from the data)"),
     cross_validate: bool = typer.Option(
         True, "--cv/--no-cv", help="cross-validated error (one fit per configuration)"
@@ -95,10 +120,11 @@ def steps(
     """
     from pdd_plan.calibration import calibrate_steps
 
-    _check(out, name, {"tp": tp, "ep": ep, "dp": dp})
+    _check(out, name, {"tp": tp, "ep": ep, "dp": dp, "cuda-graph-max-tokens": graph_tokens})
     check_outputs(files, {"--out": out})
     options = dict(model=model, gpu=gpu, tp=tp, ep=ep, dp=dp, kv_dtype=kv_dtype)
-    result = calibrate_steps(files, options, name, cross_validate)
+    sizes = {f.name: graph_tokens for f in files} if graph_tokens else _graph_sizes(files)
+    result = calibrate_steps(files, options, name, cross_validate, graph_sizes=sizes)
     write_atomic(out, profile_yaml(result.profile))
     if format is Format.json:
         print_json(calibrate_data(result, out))

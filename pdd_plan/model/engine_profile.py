@@ -34,6 +34,7 @@ Pure: numpy only, no I/O.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -56,6 +57,15 @@ PARAMETERS: dict[str, tuple[float, float, float]] = {
 # default `max_cudagraph_capture_size` is min(2 x max_num_seqs, 512) (vLLM 0.20
 # CompilationConfig), 512 at any max_num_seqs >= 256, as every serving launch uses.
 GRAPH_MAX_TOKENS = 512
+
+
+def vllm_graph_max_tokens(extra_engine_args: str, max_num_seqs: int | None) -> int:
+    """The largest captured CUDA graph of a vLLM launch: `--max-cudagraph-capture-size`
+    where the launch flags give it, else min(2 x max_num_seqs, GRAPH_MAX_TOKENS)."""
+    flag = re.search(r"--max-cudagraph-capture-size[ =](\d+)", extra_engine_args or "")
+    if flag:
+        return int(flag.group(1))
+    return GRAPH_MAX_TOKENS if not max_num_seqs else min(2 * max_num_seqs, GRAPH_MAX_TOKENS)
 
 
 @dataclass(frozen=True)
