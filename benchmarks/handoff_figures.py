@@ -2,7 +2,13 @@
 `pdd-paper` with its PDD plan, closed form and simulator side by side.
 
     python benchmarks/handoff_figures.py [--requests N] [--rate R] [--stream] [--stripes N]
-        [--pool-hold transfer_end|handoff_end]
+        [--pool-hold transfer_end|handoff_end] [--workload published|paper|both]
+
+--workload: `published` is the workload the published figures were measured on ("the
+64K-input, 90 %-hit, 1K-output workload", pdd-system.md §5): pdd-paper with every output
+1,000 tokens (its prompts and hit mix, mean 90 %, unchanged); `paper` is pdd-paper as it
+stands (its binned output mix: 30 % under 100 tokens end on RLD before any handoff);
+`both` (the default) prints one table for each.
 
 - one-shot: the visible gap of a handed-off request (MD's first token - RLD's last),
   P50/P90/max, over handed-off requests with outputs of 500-2,000 tokens (published: under
@@ -33,10 +39,13 @@ from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model import evaluate as ev
 from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_side import engine_fixed_s
+from pdd_plan.model.workload import Fixed
+from pdd_plan.sim.gaps import measured_gaps_s
 from pdd_plan.sim.measure import measure
 from pdd_plan.sim.run import SimConfig, simulate
 
 PLAN = Path(__file__).resolve().parent.parent / "scenarios" / "plans" / "pdd-paper-pdd.yaml"
+PUBLISHED_OUTPUT_TOKENS = 1000.0  # "1K-output" (pdd-system.md §5, eager output tokens)
 
 
 def _with_handoff(setup, mode: str):
@@ -45,8 +54,12 @@ def _with_handoff(setup, mode: str):
     return dataclasses.replace(setup, deployment=d)
 
 
-def _setup(catalog: Catalog, stream: bool, stripes: int | None, pool_hold: str | None):
+def _setup(catalog: Catalog, stream: bool, stripes: int | None, pool_hold: str | None,
+           workload: str = "paper"):  # fmt: skip
     s = load_scenario(resolve_scenario_path("pdd-paper"), catalog)
+    if workload == "published":
+        out = Fixed(PUBLISHED_OUTPUT_TOKENS)
+        s = dataclasses.replace(s, workload=dataclasses.replace(s.workload, output_tokens=out))
     knobs = {"stream_during_prefill": stream or None, "stripes_per_transfer": stripes,
              "pool_hold": pool_hold}  # fmt: skip
     wan = dataclasses.replace(s.wan, **{k: v for k, v in knobs.items() if v is not None})
@@ -79,13 +92,21 @@ def main() -> None:
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--stripes", type=int, default=None)
     parser.add_argument("--pool-hold", default=None)
+    parser.add_argument("--workload", choices=("published", "paper", "both"), default="both")
     args = parser.parse_args()
     catalog = Catalog()
-    setup = _setup(catalog, args.stream, args.stripes, args.pool_hold)
-    closed = {m: ev.snapshot(_with_handoff(setup, m), args.rate) for m in ("one_shot", "catch_up")}
-    runs = {m: _sim(setup, m, args.requests, args.rate) for m in ("one_shot", "catch_up")}
+    names = ("published", "paper") if args.workload == "both" else (args.workload,)
+    for name in names:
+        print(f"\n## workload: {name}")
+        setup = _setup(catalog, args.stream, args.stripes, args.pool_hold, name)
+        _table(setup, args.requests, args.rate)
+
+
+def _table(setup, requests: int, rate: float) -> None:
+    closed = {m: ev.snapshot(_with_handoff(setup, m), rate) for m in ("one_shot", "catch_up")}
+    runs = {m: _sim(setup, m, requests, rate) for m in ("one_shot", "catch_up")}
     handoff_s = setup.link.rtt_s + engine_fixed_s(setup)
-    print(f"pdd-paper, PDD plan, {args.rate:g} req/s; simulator {args.requests:,} requests "
+    print(f"pdd-paper, PDD plan, {rate:g} req/s; simulator {requests:,} requests "
           f"(seed 1, first 10 % warm-up); handoff RTT + fixed = "
           f"{handoff_s * 1e3:.1f} ms\n")  # fmt: skip
     print("| figure | closed form | simulator | published |")
@@ -107,6 +128,11 @@ def main() -> None:
     handed = both1 & (tc.local_tokens > 0) & (tc.main_tokens > 0)
     per = tc.local_tokens[handed].sum() / t1.local_tokens[handed].sum() - 1
     print(f"| catch-up RLD output over one-shot, per handed-off request | | {per:+.1%} | |")
+    switch = (tc.main_first_s - tc.local_last_s)[handed]
+    print(f"| catch-up largest gap P90 (s); simulator: switch RLD -> MD P50 / P90 | "
+          f"{closed['catch_up'].largest_gap_s['p90']:.3f} | "
+          f"{np.quantile(measured_gaps_s(rc), 0.9):.3f}; {np.percentile(switch, 50):.3f} / "
+          f"{np.percentile(switch, 90):.3f} | no visible stall |")  # fmt: skip
     relayed = (t1.path == rt.RELAY) & ~t1.overflowed
     transfer = (t1.wan.done_s - t1.prefill.end_s)[relayed]
     step = _mean_step_s(r1)
