@@ -17,27 +17,87 @@ import traceback
 import typer
 
 from pdd_plan import __version__
-from pdd_plan.cli import (
-    calibrate_cmd,
-    catalog_cmd,
-    catalog_dir,
-    compare_cmd,
-    estimate_cmd,
-    evaluate_cmd,
-    explain_cmd,
-    model_cmd,
-    report_cmd,
-    scenario_cmd,
-    simulate_cmd,
-    solve_cmd,
-    sweep_cmd,
-    trace_cmd,
-)
+from pdd_plan.cli import catalog_dir
+from pdd_plan.cli.lazy import Lazy, lazy_group
 from pdd_plan.errors import PddPlanError, visible
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a process stopped by Ctrl-C
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as `cat` or `yes` end when the reader goes away
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+# Each subcommand's module is imported only when it runs (cli/lazy.py): `--help` and the
+# listing start without the models, scipy or the optimiser. The summaries are the first
+# paragraphs of the commands' docstrings (tests/cli/test_startup_lazy.py compares them).
+_CLI = "pdd_plan.cli."
+COMMANDS = {
+    "estimate": Lazy(
+        _CLI + "estimate_cmd",
+        "estimate",
+        "One instance's prefill time, decode step (TPOT) and max batch, with the roofline\n"
+        "breakdown: compute vs memory vs communication vs fixed overhead.",
+    ),
+    "evaluate": Lazy(
+        _CLI + "evaluate_cmd",
+        "evaluate",
+        "Predict TTFT/TPOT percentiles, goodput, cost and BCR of a given deployment.",
+    ),
+    "solve": Lazy(
+        _CLI + "solve_cmd",
+        "solve",
+        "Choose P, RLD and MD instances, GPU types, line tiers and routing policy.",
+    ),
+    "compare": Lazy(
+        _CLI + "compare_cmd",
+        "compare",
+        "Optimise every architecture on the same scenario and print them side by side.",
+    ),
+    "explain": Lazy(
+        _CLI + "explain_cmd",
+        "explain",
+        "Binding constraints, what relaxing each is worth, pruned candidates, binding role.",
+    ),
+    "simulate": Lazy(
+        _CLI + "simulate_cmd",
+        "simulate",
+        "Simulate a deployment request by request: the metrics of `evaluate`, with 95 %\n"
+        "confidence intervals, from a seeded discrete-event run.",
+    ),
+    "sweep": Lazy(
+        _CLI + "sweep_cmd",
+        "sweep",
+        "Solve (or evaluate a plan) at every point of a grid of scenario values.",
+    ),
+    "report": Lazy(
+        _CLI + "report_cmd",
+        "report",
+        "Write the sizing report as a self-contained HTML file with its plots.",
+    ),
+    "catalog": Lazy(
+        _CLI + "catalog_cmd", "app", "GPUs and WAN line tiers of the hardware catalog."
+    ),
+    "model": Lazy(
+        _CLI + "model_cmd",
+        "app",
+        "Models of the catalog: KV bytes, weights, FLOPs; import HF configs.",
+    ),
+    "scenario": Lazy(
+        _CLI + "scenario_cmd", "app", "Check scenario files; print a documented template."
+    ),
+    "trace": Lazy(_CLI + "trace_cmd", "app", "Analyse request traces (Mooncake JSONL, Azure CSV)."),
+    "calibrate": Lazy(_CLI + "calibrate_cmd", "app", "Fit engine profiles to measurements."),
+}
+# the listing's order: the commands, `version`, then the groups (as typer lists them)
+ORDER = (
+    *(n for n, c in COMMANDS.items() if c.attr != "app"),
+    "version",
+    *(n for n, c in COMMANDS.items() if c.attr == "app"),
+)
+
+
+def _top_level() -> None:
+    """No options of its own: it makes typer build a group although only `version` is
+    registered eagerly."""
+
 
 app = typer.Typer(
     name="pdd-plan",
@@ -46,20 +106,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=lazy_group(COMMANDS, ORDER),
+    callback=_top_level,
 )
-app.add_typer(catalog_cmd.app, name="catalog")
-app.add_typer(model_cmd.app, name="model")
-app.add_typer(scenario_cmd.app, name="scenario")
-app.add_typer(trace_cmd.app, name="trace")
-app.add_typer(calibrate_cmd.app, name="calibrate")
-app.command("estimate")(estimate_cmd.estimate)
-app.command("evaluate")(evaluate_cmd.evaluate)
-app.command("solve")(solve_cmd.solve)
-app.command("compare")(compare_cmd.compare)
-app.command("explain")(explain_cmd.explain)
-app.command("simulate")(simulate_cmd.simulate)
-app.command("sweep")(sweep_cmd.sweep)
-app.command("report")(report_cmd.report)
 
 
 @app.command()

@@ -6,9 +6,6 @@ import typer
 
 from pdd_plan.cli.output import Format, print_json, table
 from pdd_plan.errors import InputError
-from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.loaders.strict import did_you_mean
-from pdd_plan.report import views
 
 app = typer.Typer(help="GPUs and WAN line tiers of the hardware catalog.", no_args_is_help=True)
 FORMAT = typer.Option(Format.table, "--format", help="table or json")
@@ -17,6 +14,9 @@ FORMAT = typer.Option(Format.table, "--format", help="table or json")
 @app.command("list")
 def list_entries(format: Format = FORMAT) -> None:
     """List every GPU and line tier with its headline figures."""
+    from pdd_plan.loaders.catalog import Catalog  # the catalog loads when a command runs
+    from pdd_plan.report import views
+
     data = views.catalog_listing(Catalog())
     if format is Format.json:
         print_json(data)
@@ -71,6 +71,10 @@ def show(
     format: Format = FORMAT,
 ) -> None:
     """Show one GPU or line tier, every figure with its source and basis."""
+    from pdd_plan.loaders.catalog import Catalog
+    from pdd_plan.loaders.strict import did_you_mean
+    from pdd_plan.report import views
+
     catalog = Catalog()
     if entry_id in catalog.gpus:
         data = views.gpu_detail(catalog.gpus[entry_id])

@@ -8,7 +8,6 @@ import typer
 
 from pdd_plan.cli.bounds import time_limit_option
 from pdd_plan.cli.output import Format, console, print_json, table
-from pdd_plan.loaders.engine_profile import profile_line
 from pdd_plan.report.md_format import ARCH_NAMES
 
 
@@ -84,6 +83,8 @@ def compare(
     )
     named = [r["solver"]["engine_profile"] for r in result["architectures"] if r.get("solver")]
     if named:
+        from pdd_plan.loaders.engine_profile import profile_line  # the models: not at --help
+
         console.print(profile_line(named[0]), markup=False)
     if result.get("architecture_choice"):  # the verdict, as `solve` recommends
         from pdd_plan.report.choice_text import recommendation

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from pdd_plan.cli.bounds import MAX_BATCH, MAX_GPUS_PER_INSTANCE, MAX_SEED, MAX_TOKENS, bounded
@@ -14,12 +16,11 @@ from pdd_plan.cli.estimate_serving import (
 )
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.errors import InputError, Problem
-from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.loaders.engine_profile import profile_line, profile_summary, transfer_notes
-from pdd_plan.loaders.strict import did_you_mean
-from pdd_plan.model.engine_profile import IDENTITY
-from pdd_plan.model.roofline import PARALLELISMS, Instance
 from pdd_plan.units import DTYPE_BYTES, MS_S, format_bytes
+
+if TYPE_CHECKING:  # the catalog and the models load when the command runs, not at --help
+    from pdd_plan.loaders.catalog import Catalog
+    from pdd_plan.model.roofline import Instance
 
 PARTS = ("compute_s", "memory_s", "comm_s", "overhead_s", "total_s")
 
@@ -31,6 +32,9 @@ def _check(problems: list[Problem], option: str, value, ok: bool, expected: str,
 
 def _validate(catalog: Catalog, gpu, weight_dtype, kv_dtype, parallelism) -> None:
     """The ids and names (the numbers are checked by their options' bounds)."""
+    from pdd_plan.loaders.strict import did_you_mean
+    from pdd_plan.model.roofline import PARALLELISMS
+
     problems: list[Problem] = []
     known_gpus = list(catalog.gpus)
     _check(
@@ -55,6 +59,8 @@ def _validate(catalog: Catalog, gpu, weight_dtype, kv_dtype, parallelism) -> Non
 
 def estimate_data(inst: Instance, isl: int, osl: int, batch: int) -> dict:
     """The JSON of `estimate`: prefill of one request alone, decode at `batch`."""
+    from pdd_plan.loaders.engine_profile import profile_summary, transfer_notes
+
     mean_context = isl + osl / 2
     prefill = inst.prefill_breakdown(isl)
     decode = inst.decode_breakdown(batch, mean_context)
@@ -181,7 +187,10 @@ def estimate(
     With --parallelism ep (data-parallel attention, sharded experts, an all-to-all per
     MoE layer) a step's tokens are spread evenly over the GPUs.
     """
+    from pdd_plan.loaders.catalog import Catalog
     from pdd_plan.loaders.engine_profile import use_engine_profile
+    from pdd_plan.model.engine_profile import IDENTITY
+    from pdd_plan.model.roofline import Instance
 
     profile = use_engine_profile(engine_profile) or IDENTITY
     catalog = Catalog()
@@ -217,6 +226,8 @@ def estimate(
 
 
 def _print_table(d: dict) -> None:
+    from pdd_plan.loaders.engine_profile import profile_line
+
     for note in d["warnings"]:
         console.print(f"note: {note}", markup=False)
     console.print(profile_line(d["engine_profile"]), markup=False)

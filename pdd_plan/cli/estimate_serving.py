@@ -3,11 +3,15 @@ benchmark drives it (sim/aggregated.py), its TTFT and TPOT percentiles and throu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pdd_plan.cli.output import console, table
 from pdd_plan.errors import InputError
-from pdd_plan.model.roofline import Instance
-from pdd_plan.sim.aggregated import PERCENTILES, Load, running_cap, serve
 from pdd_plan.units import MS_S
+
+if TYPE_CHECKING:
+    from pdd_plan.model.roofline import Instance
+    from pdd_plan.sim.aggregated import Load
 
 MAX_SERVING_REQUESTS = 100_000  # a closed loop of 100,000 requests takes a few seconds
 MAX_RATE_PER_S = 1e6
@@ -19,6 +23,8 @@ def serving_load(
     isl: int, osl: int, concurrency, rate, requests, seed: int, budget: int
 ) -> Load | None:
     """The benchmark run the options ask for (None: neither --concurrency nor --rate)."""
+    from pdd_plan.sim.aggregated import Load  # the simulator: not at `--help`
+
     if concurrency is not None and rate is not None:
         raise InputError.single(
             "command line", "--rate", repr(rate), "either --concurrency or --rate, not both"
@@ -37,6 +43,8 @@ def serving_load(
 
 def serving_data(inst: Instance, load: Load) -> dict:
     """The JSON `serving` section: the run asked for and its results."""
+    from pdd_plan.sim.aggregated import running_cap, serve
+
     cap = running_cap(inst, load)
     if cap < 1:
         raise InputError.single(
@@ -61,6 +69,8 @@ def serving_data(inst: Instance, load: Load) -> dict:
 
 
 def print_serving(d: dict) -> None:
+    from pdd_plan.sim.aggregated import PERCENTILES
+
     what = (
         f"{d['concurrency']:,} clients (closed loop)"
         if d["concurrency"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from pdd_plan.cli.output import Format, console, print_json, safe, table
-from pdd_plan.loaders.engine_profile import profile_line
 
 
 def _seconds(value) -> str:
@@ -141,4 +140,6 @@ def print_result(result: dict, verdict_first: bool = False) -> None:
         console.print(f"[yellow]warning[/]: {safe(warning)}")
     console.print(_utilisation_line(result))
     if m.get("engine_profile"):
+        from pdd_plan.loaders.engine_profile import profile_line  # the models: not at --help
+
         console.print(profile_line(m["engine_profile"]), markup=False)

@@ -6,17 +6,11 @@ import json
 from pathlib import Path
 
 import typer
-import yaml
 
 from pdd_plan.cli.bounds import MAX_TOKENS, bounded
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
-from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.loaders.hf_config import import_hf_config
-from pdd_plan.loaders.model_file import model_from_dict
-from pdd_plan.loaders.strict import did_you_mean, load_yaml
-from pdd_plan.report import views
 from pdd_plan.report.files import write_atomic
 from pdd_plan.units import DTYPE_BYTES, format_bytes, format_count
 
@@ -28,6 +22,8 @@ FORMAT = typer.Option(Format.table, "--format", help="table or json")
 
 def _dtype(value: str | None, option: str) -> str | None:
     if value is not None and value not in DTYPE_BYTES:
+        from pdd_plan.loaders.strict import did_you_mean
+
         raise InputError.single(
             "command line",
             option,
@@ -43,6 +39,9 @@ def list_models(
     kv_dtype: str = typer.Option("bf16", "--kv-dtype"), format: Format = FORMAT
 ) -> None:
     """List the catalog's models with parameters and KV bytes per token."""
+    from pdd_plan.loaders.catalog import Catalog  # the catalog loads when a command runs
+    from pdd_plan.report import views
+
     _dtype(kv_dtype, "--kv-dtype")
     catalog = Catalog()
     data = [views.model_summary(catalog.model(m), kv_dtype) for m in catalog.model_ids()]
@@ -86,6 +85,9 @@ def show(
     format: Format = FORMAT,
 ) -> None:
     """KV bytes per token by layer type, KV per request, weights and FLOPs per token."""
+    from pdd_plan.loaders.catalog import Catalog
+    from pdd_plan.report import views
+
     _dtype(kv_dtype, "--kv-dtype")
     _dtype(weight_dtype, "--weight-dtype")
     model = Catalog().model(model_id)
@@ -145,6 +147,12 @@ def import_config(
     format: Format = FORMAT,
 ) -> None:
     """Turn a Hugging Face config.json into a catalog entry (printed, or written with -o)."""
+    import yaml
+
+    from pdd_plan.loaders.hf_config import import_hf_config
+    from pdd_plan.loaders.model_file import model_from_dict
+    from pdd_plan.loaders.strict import load_yaml
+
     check_outputs([config], {"--output": output})
     data = load_yaml(config, "a Hugging Face config.json")  # JSON is YAML
     name = name or config.stem.removesuffix("_config")

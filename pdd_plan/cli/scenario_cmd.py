@@ -5,9 +5,6 @@ from __future__ import annotations
 import typer
 
 from pdd_plan.cli.output import Format, console, print_json, safe, table
-from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path, scenarios_dir
-from pdd_plan.report import views
 
 app = typer.Typer(help="Check scenario files; print a documented template.", no_args_is_help=True)
 
@@ -20,6 +17,10 @@ def validate(
     format: Format = typer.Option(Format.table, "--format"),
 ) -> None:
     """Check a scenario strictly and summarise it; every problem is reported at once."""
+    from pdd_plan.loaders.catalog import Catalog  # the catalog loads when a command runs
+    from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+    from pdd_plan.report import views
+
     catalog = Catalog()
     s = load_scenario(resolve_scenario_path(scenario), catalog)
     d = views.scenario_summary(s, catalog)
@@ -77,4 +78,6 @@ def validate(
 @app.command("template")
 def template() -> None:
     """Print a documented scenario template (every key, with its unit and default)."""
+    from pdd_plan.loaders.scenario import scenarios_dir
+
     typer.echo((scenarios_dir() / "template.yaml").read_text(encoding="utf-8"), nl=False)

@@ -9,7 +9,6 @@ from pdd_plan.cli.evaluate_cmd import _seconds
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.progress import bars, progress_option, step
-from pdd_plan.loaders.engine_profile import profile_line
 
 
 def simulate(
@@ -116,4 +115,6 @@ def print_result(result: dict) -> None:
     util = ", ".join(f"{k} {v:.0%}" for k, v in m["role_utilization_frac"].items())
     console.print(f"utilisation: {util}; binding: {m['binding_role'] or '-'}")
     if m.get("engine_profile"):
+        from pdd_plan.loaders.engine_profile import profile_line  # the models: not at --help
+
         console.print(profile_line(m["engine_profile"]), markup=False)

@@ -13,7 +13,6 @@ from pdd_plan.cli.output import Format, print_json
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.trace_print import NOT_COMPUTED, print_result
 from pdd_plan.errors import InputError
-from pdd_plan.model.metrics import json_safe
 from pdd_plan.report.files import write_atomic
 
 app = typer.Typer(help="Analyse request traces (Mooncake JSONL, Azure CSV).", no_args_is_help=True)
@@ -281,6 +280,8 @@ def analyze(
         write_atomic(Path(plot), figure)
     result = _result(analysis, block, notes)
     if format is Format.json:
+        from pdd_plan.model.metrics import json_safe
+
         print_json(json_safe(result))  # JSON has no NaN: an undefined figure is null
     else:
         print_result(result)
