@@ -290,7 +290,7 @@ def _policy(node: Node, catalog: Catalog) -> sc.Policy:
         decode_cache=decode_cache_options(
             f["decode_cache"], f["decode_cache_capacity_tokens"], catalog
         ),
-        mixed_pools=f["mixed_pools"].boolean(default=False),
+        mixed_pools=f["mixed_pools"].boolean(default=True),
     )
 
 

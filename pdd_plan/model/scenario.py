@@ -118,8 +118,8 @@ class Policy:
     # the decode-side cache as a decision (tiers x TB per MD instance); None: not bought
     decode_cache: CacheOptions | None = None
     # the optimiser may combine GPU types and shapes within the finishing decode role
-    # (model/mixed_pool.py); off by default: see plan/formulate.py
-    mixed_pools: bool = False
+    # (model/mixed_pool.py); on by default: see plan/formulate.py
+    mixed_pools: bool = True
 
 
 @dataclass(frozen=True)

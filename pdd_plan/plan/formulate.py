@@ -3,12 +3,15 @@
 Variable and constraint names read as sentences in an LP dump, e.g.
 `instances_of_prefill_dc_a_h100_sxm_x32`, `prefill_capacity_covers_its_demand`.
 
-One GPU type and shape per role, except, with `policy.mixed_pools: true`, in the role
-that finishes requests (main decode, IDC-PD's decode: model/mixed_pool.py), where any
-candidates may add up: the router splits by capacity, so the linear capacity sum is what
-the mixed role carries. Off by default: the exact search (search.py) walks one type per
-role, so a mixed answer is the MILP's, checked by evaluate but not proven best among
-mixes, and mixing would move the answers the exhaustive tests prove optimal.
+One GPU type and shape per role, except, with `policy.mixed_pools: true` (the default),
+in the role that finishes requests (main decode, IDC-PD's decode: model/mixed_pool.py),
+where any candidates may add up: the router splits by capacity, so the linear capacity
+sum is what the mixed role carries. A mixed plan only ever replaces a better single-type
+one (solve.py), so mixing finds plans at least as good; on by default because the
+exhaustive and property tests of the optimiser and the goldens pass unchanged with it and
+the default solve is as fast (README). The exact search (search.py) still walks one type
+per role: a mixed answer is the MILP's, trimmed and checked by evaluate, not proven best
+among mixes (its warning says so). `mixed_pools: false` restores the full proof.
 """
 
 from __future__ import annotations

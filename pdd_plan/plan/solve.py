@@ -36,7 +36,7 @@ exact to IMPROVE_REL_TOL + GOODPUT_REL_TOL (relative). Neither the MILP's capaci
 its utilisation cap ever prune. tests/property/test_solve_exhaustive.py lists every plan of
 small random scenarios and finds none better.
 
-Mixed pools (`policy.mixed_pools: true`, formulate.py): the MILP may combine GPU types in
+Mixed pools (`policy.mixed_pools`, on by default, formulate.py): the MILP may combine types in
 the finishing decode role; its verified plan is a seed like any other, and wins when no
 plan of the walk beats it (after mixed_trim.py has taken out the MILP's spare capacity).
 The walk covers one type per role only, so a mixed answer is proven better than every

@@ -124,8 +124,8 @@ def _policy(p: sc.Policy) -> dict:
         },
         "utilization_cap_frac": p.utilization_cap_frac,
         "decode_cache_capacity_tokens": p.decode_cache_capacity_tokens,
-        # only when on: a resolved scenario without it reads back as off
-        **({"mixed_pools": True} if p.mixed_pools else {}),
+        # only when off: a resolved scenario without it reads back as on (the default)
+        **({} if p.mixed_pools else {"mixed_pools": False}),
     }
 
 

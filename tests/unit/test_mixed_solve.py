@@ -151,3 +151,19 @@ def test_a_mix_serves_what_no_single_type_can(catalog, tmp_path):
     assert set(groups) == {"h200_sxm", "h20_96g"}
     assert groups["h200_sxm"] <= 2 and groups["h20_96g"] <= 6
     assert mixed.metrics.sla_met
+
+
+def test_the_switch_is_on_by_default_and_the_resolved_scenario_says_when_it_is_off(
+    catalog, tmp_path
+):
+    from pdd_plan.report.resolved import scenario_json
+
+    path = tmp_path / "s.yaml"
+    text = SCENARIO % {"offers": H20, "mixed": "true"}
+    path.write_text(text.replace("policy: {mixed_pools: true}\n", ""))
+    on = load_scenario(path, catalog)
+    assert on.policy.mixed_pools is True
+    assert "mixed_pools" not in scenario_json(on)["policy"]
+    path.write_text(SCENARIO % {"offers": H20, "mixed": "false"})
+    off = load_scenario(path, catalog)
+    assert scenario_json(off)["policy"]["mixed_pools"] is False
