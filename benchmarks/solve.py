@@ -4,9 +4,12 @@
 Targets (issue #4): the default under 2 s including start-up; 32 types under 20 s.
 Issue #15 (idle 2-core machine): default `solve` <= 0.8 s wall including start-up,
 `--help` <= 0.3 s, `evaluate` of the default's plan <= 0.4 s.
-Run: python benchmarks/solve.py [--repeats 5] [--default-only] [--report]  (prints
-figures; asserts nothing). The default's four architectures are solved side by side in
-forked processes (pdd_plan/fork_pool.py, one a CPU): the figures show the same solve with
+Run: python benchmarks/solve.py [--repeats 5] [--default-only] [--report] [--stages]
+(prints figures; asserts nothing). --stages adds the CPU of each stage of the default solve
+and of the evaluate of its plan in one fresh process: the imports by family, each after the
+ones above it, then the work (the solve's architectures in turn). The default's four
+architectures are solved side by side in forked processes (pdd_plan/fork_pool.py, one a
+CPU): the figures show the same solve with
 them one after another (`jobs=1`, through the API in a fresh process), and with --report
 `pdd-plan report default` once (issue #15: <= 8 s; its CPU figure leaves out the
 plot-case pool's workers, children of the fork server, which this process does not
@@ -109,6 +112,54 @@ def python_s(code: str, repeats: int) -> tuple[float, float]:
 
 API_SOLVE = "from pdd_plan import api; api.solve_scenario(None, jobs={jobs})"
 
+# CPU by stage in a fresh interpreter: the imports by family (each after the ones above it),
+# then the work, `solve` (each architecture in turn) or `evaluate PLAN`
+STAGES = """
+import json, sys, time
+marks = [("start", time.process_time())]
+def mark(label):
+    marks.append((label, time.process_time()))
+import typer, typer.rich_utils; mark("import typer and its rich help")
+import typer._adapters; mark("import pydantic (typer's argument values)")
+import numpy; mark("import numpy")
+import scipy.special; mark("import scipy.special")
+import scipy.optimize; mark("import scipy.optimize")
+from pdd_plan import api; mark("import pdd_plan (catalog, models)")
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+if sys.argv[1] == "solve":
+    import pdd_plan.plan.solve; mark("import the optimiser (PuLP, plan/)")
+    catalog = Catalog(); s = load_scenario(resolve_scenario_path(None), catalog)
+    mark("load the catalog and the scenario")
+    for arch in s.architectures:
+        api.ArchSolve(s, catalog, api.DEFAULT_RESOLUTION, 30.0)(arch); mark("solve " + arch)
+else:
+    from pdd_plan.loaders.plan_file import load_plan
+    from pdd_plan.model.evaluate import evaluate, prepare
+    catalog = Catalog(); s = load_scenario(resolve_scenario_path(None), catalog)
+    plan = load_plan(sys.argv[2], s, catalog); mark("load the catalog, scenario and plan")
+    setup = prepare(s, plan, catalog.model_for(s), catalog.gpus, catalog.lines,
+                    api.DEFAULT_RESOLUTION); mark("prepare")
+    evaluate(setup); mark("evaluate (its goodput search)")
+print("STAGES=" + json.dumps(marks))
+"""
+
+
+def print_stages(args: list[str], repeats: int) -> None:
+    """The median CPU of each stage of STAGES over `repeats` fresh processes."""
+    runs = []
+    for _ in range(repeats):
+        done = subprocess.run([sys.executable, "-c", STAGES, *args], check=True,
+                              capture_output=True, text=True)  # fmt: skip
+        line = [x for x in done.stdout.splitlines() if x.startswith("STAGES=")][-1]
+        marks = json.loads(line[len("STAGES=") :])
+        runs.append([(b[0], b[1] - a[1]) for a, b in zip(marks, marks[1:], strict=False)])
+    print(f"CPU by stage, one process, `{args[0]}` (median of {repeats}):")
+    for i, (label, _) in enumerate(runs[0]):
+        print(f"  {label:44} {statistics.median(r[i][1] for r in runs):6.3f} s")
+    total = statistics.median(sum(x for _, x in r) for r in runs)
+    print(f"  {'total':44} {total:6.3f} s")
+
 
 def default_plan_file(folder: Path) -> Path:
     """The default scenario's plan, as `pdd-plan solve` gives it, in a plan file."""
@@ -120,7 +171,7 @@ def default_plan_file(folder: Path) -> Path:
     return plan
 
 
-def print_processes(repeats: int, report: bool = False) -> None:
+def print_processes(repeats: int, report: bool = False, stages: bool = False) -> None:
     """The start-up-inclusive figures of issue #15: solve, --help and evaluate."""
     print(f"load average (1, 5, 15 min) at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'process (median of ' + str(repeats) + ')':34} {'wall s':>8} {'CPU s':>8}")
@@ -138,6 +189,9 @@ def print_processes(repeats: int, report: bool = False) -> None:
         for label, jobs in (("default: API, side by side", None), ("default: API, in turn", 1)):
             wall, cpu = python_s(API_SOLVE.format(jobs=jobs), repeats)
             print(f"{label:34} {wall:8.2f} {cpu:8.2f}")
+        if stages:
+            print_stages(["solve"], repeats)
+            print_stages(["evaluate", str(plan)], repeats)
         if report:
             html = str(Path(tmp) / "report.html")
             wall, cpu = cli_s(["report", "default", "-o", html, "--no-progress"], 1)
@@ -152,8 +206,11 @@ def main() -> None:
         "--default-only", action="store_true", help="the processes and the in-process default"
     )
     parser.add_argument("--report", action="store_true", help="also time `pdd-plan report`")
+    parser.add_argument(
+        "--stages", action="store_true", help="also the CPU by stage of solve and evaluate"
+    )
     args = parser.parse_args()
-    print_processes(args.repeats, args.report)
+    print_processes(args.repeats, args.report, args.stages)
     catalog = Catalog()
     base = load_scenario(resolve_scenario_path("default"), catalog)
     model = catalog.model_for(base)
