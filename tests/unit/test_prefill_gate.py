@@ -8,7 +8,6 @@ import pytest
 
 from pdd_plan.model import prefill_batch as pb
 from pdd_plan.model import prefill_gate as gate
-from pdd_plan.model.queueing import WaitModel
 from pdd_plan.model.roofline import Instance
 from pdd_plan.model.workload import RequestClasses
 from pdd_plan.sim.prefill import ChunkTable, batched_pool
@@ -39,13 +38,17 @@ def test_length_biased_moments_of_an_exponential_step():
 
 @pytest.mark.parametrize("servers", [1, 2, 4])
 def test_the_gate_alone_is_a_uniform_residual_of_the_gap(servers):
-    """Fixed steps of 0.2 s, nobody else: a request that finds all busy (chance 0.5)
-    waits a uniform part of the gap 0.2 / c between takes: mean 0.5 x 0.1 / c, second
-    moment 0.5 x (0.2 / c)² / 3."""
-    law = gate.StepLaw(0.2, 0.0, 0.0, 0.05, 1.0)
-    mean, second = gate.added_moments(law, servers, 0.5, 0.0, 0.01, 1e-4)
-    assert mean == pytest.approx(0.5 * 0.1 / servers)
-    assert second == pytest.approx(0.5 * (0.2 / servers) ** 2 / 3)
+    """Fixed steps of 0.2 s at independent phases, nobody else: the gap ending at a take
+    is the smaller of the step and c - 1 uniform residuals on [0, 0.2], a Beta(1, c)
+    x 0.2, so E[G^j] = 0.2^j j! c! / (c + j)! and the length-biased gap has E[G*] =
+    0.4 / (c + 1), E[G*²] = 0.24 / ((c + 1)(c + 2)). A request that finds all busy (chance
+    0.5) waits a uniform part of it: mean 0.5 E[G*] / 2, second moment 0.5 E[G*²] / 3
+    (within 0.3 %: the quadrature over the fixed step's kink at 0.2 s)."""
+    law = gate.StepLaw(0.2, 0.0, 0.0, 0.05, 1.0, servers)
+    c = servers
+    mean, second = gate.added_moments(law, 0.5, 0.0, 0.01, 1e-4)
+    assert mean == pytest.approx(0.5 * 0.4 / (c + 1) / 2, rel=3e-3)
+    assert second == pytest.approx(0.5 * 0.24 / ((c + 1) * (c + 2)) / 3, rel=3e-3)
 
 
 def test_the_co_batched_others_by_hand():
@@ -53,53 +56,123 @@ def test_the_co_batched_others_by_hand():
     Residual R uniform on [0, 0.2]; others X: Poisson(10 x 0.2 = 2) x 0.01 s.
     E[R + X] = 0.1 + 0.02; E[(R + X)²] = 0.2²/3 + 2 x 0.1 x 0.02 + (0.02² + 2 x 0.01²)."""
     law = gate.StepLaw(0.2, 0.0, 0.0, 0.05, 1.0)
-    mean, second = gate.added_moments(law, 1, 1.0, 10.0, 0.01, 1e-4)
+    mean, second = gate.added_moments(law, 1.0, 10.0, 0.01, 1e-4)
     assert mean == pytest.approx(0.12)
     assert second == pytest.approx(0.04 / 3 + 0.004 + 0.0004 + 0.0002)
 
 
-def test_two_moments_set_the_wait_model():
-    """Mean 0.1 s, second moment 0.05 s²: p = 2 x 0.01 / 0.05 = 0.4, rate 2 x 0.1 / 0.05
-    = 4 /s, so P(W > t) = 0.4 e^(-4t); a wait varying less is an exponential of its mean;
-    a longer full-step (Allen-Cunneen) wait is kept."""
-    w = gate.gated_or_queued(WaitModel.none(), 0.1, 0.05)
-    assert w.prob_wait == pytest.approx(0.4) and w.decay_rate_per_s == pytest.approx(4.0)
-    assert w.tail(0.5) == pytest.approx(0.4 * np.exp(-2.0))
-    flat = gate.gated_or_queued(WaitModel.none(), 0.1, 0.01)
-    assert flat.prob_wait == 1.0 and flat.mean_s() == pytest.approx(0.1)
-    queued = WaitModel(0.9, 0.9 / 0.3)
-    assert gate.gated_or_queued(queued, 0.1, 0.05) is queued
+@pytest.mark.parametrize(("mean", "var", "servers"), [(0.28, 0.19, 3), (0.2, 0.01, 2),
+                                                      (0.3, 0.3, 6)])  # fmt: skip
+def test_the_pooled_gap_against_sampled_superposed_steps(mean, var, servers):
+    """The gap ending at a take, min(L, R_1 .. R_(c-1)) with L gamma and each R the
+    equilibrium residual of another instance's gamma steps (a length-biased gamma(k + 1)
+    times a uniform), sampled 400,000 times: E[G], E[G²], E[G³] within 2 % and
+    P0 = E[e^(-λG)] within 0.01; E[G] = E[L] / c exactly (c superposed processes of
+    rate 1 / E[L] take at rate c / E[L]; to 1e-5 by the quadrature)."""
+    rng = np.random.default_rng(3)
+    n, k, theta = 400_000, mean * mean / var, var / mean
+    step = rng.gamma(k, theta, n)
+    residual = rng.gamma(k + 1, theta, (servers - 1, n)) * rng.random((servers - 1, n))
+    gap = np.minimum(step, residual.min(axis=0))
+    closed = gate.gap_moments(mean, var, servers)
+    assert closed[0] == pytest.approx(mean / servers, rel=1e-5)
+    for j, value in enumerate(closed, start=1):
+        assert value == pytest.approx(np.mean(gap**j), rel=0.02)
+    sampled_p0 = np.mean(np.exp(-20.0 * gap))
+    assert gate.empty_take_prob(mean, var, servers, 20.0) == pytest.approx(sampled_p0, abs=0.01)
 
 
-def test_the_pools_tail_follows_the_simulator_on_a_heavy_tailed_mix(catalog):
-    """Nine short prompts in ten and one long one (2,000 and 60,000 uncached tokens) on
-    two one-GPU instances at 80 % of full-step capacity: the prefill part of TTFT
-    (wait + own steps) at P90 and P99 within 20 % of the simulator's batched pool (10,000
-    Poisson arrivals, the first 1,000 dropped): closed 27.8 and 58.0 s against 32.1 and
-    49.7 s simulated. The pool's wait before (Allen-Cunneen at full-step cost plus the
-    co-batched share's mean) was 41 % and 94 % high here."""
-    inst = Instance(catalog.model("qwen3_32b"), catalog.gpus["h200_sxm"], 1)
+def test_one_instance_gap_is_its_step():
+    """c = 1: the gap is the step (gamma moments: E[L³] = (S² + V)(S² + 2V) / S), the empty
+    take e^(-λL) averaged over a gamma: (1 + λθ)^(-k); mean 0.2, variance 0.04 (k = 1,
+    θ = 0.2) at 10 /s: 1 / 3."""
+    assert gate.gap_moments(0.2, 0.04, 1) == pytest.approx((0.2, 0.08, 0.08 * 0.12 / 0.2))
+    assert gate.empty_take_prob(0.2, 0.04, 1, 10.0) == pytest.approx(1.0 / 3.0)
+    assert gate.empty_take_prob(0.2, 0.0, 1, 10.0) == pytest.approx(np.exp(-2.0))
+
+
+def test_the_restart_chunk_by_hand():
+    """One instance, exponential steps (mean 0.2 s = variance^(1/2): shape 1, scale 0.2),
+    λ 10 /s: E[e^(-λL)] = 1 / (1 + 2) = 1/3, E[e^(-2λL)] = 1/5, E[L e^(-λL)] = 0.2 / 9,
+    so Var(e^(-λL)) = 1/5 - 1/9 and Cov(L, e^(-λL)) = 0.2/9 - 0.2/3; with β 0.9 and a
+    restart step of 0.1 s: 0.81 x 0.04 + 0.01 Var + 2 x 0.09 Cov. A short gap still
+    gathers one chunk, so the restart term lowers the variance the feedback builds."""
+    var_e, cov = 1 / 5 - 1 / 9, 0.2 / 9 - 0.2 / 3
+    hand = 0.81 * 0.04 + 0.01 * var_e + 2 * 0.09 * cov
+    assert gate.gap_driven_var(0.2, 0.04, 1, 10.0, 0.9, 0.1) == pytest.approx(hand)
+    assert gate.gap_driven_var(0.2, 0.04, 1, 10.0, 0.9, 0.0) == pytest.approx(0.81 * 0.04)
+    plain = gate.StepLaw(0.2, 0.01, 0.6, 0.05, 5.0).variance_s2()
+    floored = gate.StepLaw(0.2, 0.01, 0.6, 0.05, 5.0, 1, 10.0, 0.05).variance_s2()
+    assert floored < plain == pytest.approx(0.01 / 0.64)
+
+
+def test_the_gap_driven_part_against_sampled_superposed_steps():
+    """Three instances, gamma steps (mean 0.28 s, variance 0.19 s²), λ 50 /s, β 2.7,
+    r 0.05 s: Var(β G + r e^(-λG)) within 3 % of 400,000 sampled gaps (min of a step and
+    two equilibrium residuals)."""
+    rng = np.random.default_rng(5)
+    n, k, theta = 400_000, 0.28**2 / 0.19, 0.19 / 0.28
+    step = rng.gamma(k, theta, n)
+    residual = rng.gamma(k + 1, theta, (2, n)) * rng.random((2, n))
+    gap = np.minimum(step, residual.min(axis=0))
+    sampled = np.var(2.7 * gap + 0.05 * np.exp(-50.0 * gap))
+    closed = gate.gap_driven_var(0.28, 0.19, 3, 50.0, 2.7, 0.05)
+    assert closed == pytest.approx(sampled, rel=0.03)
+
+
+def test_the_feedback_weakens_with_more_instances():
+    """Another instance's take cuts an instance's gap short, so on the `pdd-paper` 3 P
+    operating point (mean step 0.16 s, composition variance 0.0358 s², ρ 0.897) the
+    pooled steps vary less than one instance's v / (1 - ρ²) = 0.183 s², and less with
+    every instance added; with no feedback every pool has the composition variance alone;
+    each result solves V = v + (c ρ)² Var(G | V)."""
+    one = gate.StepLaw(0.16, 0.0358, 0.897, 0.05, 5.0).variance_s2()
+    assert one == pytest.approx(0.0358 / (1 - 0.897**2))
+    last = one
+    for c in (2, 3, 6):
+        v = gate.StepLaw(0.16, 0.0358, 0.897, 0.05, 5.0, c).variance_s2()
+        assert 0.0358 < v < last
+        g1, g2, _ = gate.gap_moments(0.16, v, c)
+        assert v == pytest.approx(0.0358 + (c * 0.897) ** 2 * (g2 - g1 * g1), rel=1e-4)
+        assert gate.StepLaw(0.16, 0.0358, 0.0, 0.05, 5.0, c).variance_s2() == 0.0358
+        last = v
+
+
+@pytest.mark.parametrize("servers", [1, 3])
+def test_the_pooled_gate_follows_the_simulator(catalog, servers):
+    """One pool of c DeepSeek-V4-Pro EP32 H100 instances (a step's weight read and fixed
+    costs comparable with a short prompt's compute: the feedback ρ 0.89 at 90 % of
+    full-step load) on a mix of 1,000 / 8,000 / 60,000 uncached tokens (0.7 / 0.2 / 0.1):
+    the prefill part of TTFT (wait + own steps), mean and P90, within 10 % of the
+    simulator's pool fed from one queue (40,000 Poisson arrivals, the first 4,000
+    dropped; seeds 1, 2, 3 and 11 all within 10 %). Measured: c = 1 mean 2.33 s against
+    2.36 simulated, P90 5.40 against 5.30; c = 3 mean 1.18 against 1.12, P90 2.73 against
+    2.63. The per-instance feedback with the empty take at the mean step gave c = 1
+    1.75 and 4.08 s (26 % and 23 % low), c = 3 1.27 and 3.06 s (13 % and 16 % high). The
+    P99 is not held here: a three-point mix's tail is not the one exponential the wait
+    model fits (closed 10.8 and 5.5 s against 9.8 and 4.2 s)."""
+    inst = Instance(catalog.model("deepseek_v4_pro"), catalog.gpus["h100_sxm"], 32)
     classes = RequestClasses(
-        input_tokens=np.array([2000.0, 60000.0]),
-        output_tokens=np.full(2, 100.0),
-        hit_rate=np.zeros(2),
-        weight=np.array([0.9, 0.1]),
+        input_tokens=np.array([1000.0, 8000.0, 60000.0]),
+        output_tokens=np.full(3, 100.0),
+        hit_rate=np.zeros(3),
+        weight=np.array([0.7, 0.2, 0.1]),
     )
-    budget = 65536
+    budget = 262144
     mix = pb.prefill_mix(inst, classes, budget)
-    rate, servers = 0.8 * 2 * mix.capacity_rps(), 2
+    rate = 0.9 * servers * mix.capacity_rps()
     p = pb.pool(mix, rate, servers, 1.0, "prefill")
-    rng = np.random.default_rng(7)
-    n = 10_000
-    k = rng.choice(2, n, p=[0.9, 0.1])
+    rng = np.random.default_rng(1)
+    n = 40_000
+    k = rng.choice(3, n, p=[0.7, 0.2, 0.1])
     arrival_s = np.cumsum(rng.exponential(1.0 / rate, n))
-    new, cached = classes.uncached_tokens[k], classes.cached_tokens[k]
     table = ChunkTable(inst, budget, 60000.0)
-    run = batched_pool(arrival_s, new, cached, servers, budget, table.step_s)
-    sim = np.quantile((run.end_s - arrival_s)[n // 10 :], [0.9, 0.99])
-    draw = rng.random(2_000_000)
-    kk = np.where(draw < 0.9, 0, 1)
+    run = batched_pool(arrival_s, classes.uncached_tokens[k], classes.cached_tokens[k],
+                       servers, budget, table.step_s)  # fmt: skip
+    sim = (run.end_s - arrival_s)[n // 10 :]
+    kk = rng.choice(3, 1_000_000, p=[0.7, 0.2, 0.1])
     waits = np.where(rng.random(len(kk)) < p.wait.prob_wait,
                      rng.exponential(1.0 / p.wait.decay_rate_per_s, len(kk)), 0.0)  # fmt: skip
-    closed = np.quantile(p.service_s[kk] + waits, [0.9, 0.99])
-    assert closed == pytest.approx(sim, rel=0.2), (closed, sim)
+    closed = p.service_s[kk] + waits
+    got = (closed.mean(), np.quantile(closed, 0.9))
+    assert got == pytest.approx((sim.mean(), np.quantile(sim, 0.9)), rel=0.1), got
