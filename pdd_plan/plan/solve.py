@@ -74,7 +74,7 @@ from pdd_plan.plan.ceilings import ShortfallError, check_wan
 from pdd_plan.plan.floors import sla_floors
 from pdd_plan.plan.formulate import formulate, lp_text, solve_milp
 from pdd_plan.plan.mixed_trim import is_mixed, trim
-from pdd_plan.plan.space import OutOfTime
+from pdd_plan.plan.space import COUNT_LIMITED, OutOfTime
 
 THRESHOLDS = (0.8, 0.9, 0.95)
 CAP_SHRINK = 0.85  # utilisation cap multiplier when a sized plan misses its SLA
@@ -395,17 +395,28 @@ def _no_candidate(why: str, search) -> None:
 
 
 def _mix_may_serve(scenario: Scenario, search) -> bool:
-    """With mixed pools, a role that no candidate can serve alone (each short of its
-    availability) may be served by several together: the MILP is asked before refusing."""
+    """With mixed pools, a role that no candidate can serve alone may be served by several
+    together when at least two are short only of their count limit (availability or
+    power): then the MILP is asked before refusing. Under some policy, every role left
+    without a candidate must be such a role."""
     if not scenario.policy.mixed_pools:
         return False
-    empty = {
-        role
+
+    def count_limited(sp, role: str) -> int:
+        return sum(
+            1
+            for key, why in sp.pruned.items()
+            if key.startswith(role + "_") and why.startswith(COUNT_LIMITED)
+        )
+
+    return any(
+        all(
+            role in MIXABLE_ROLES and count_limited(sp, role) >= 2
+            for role, choices in zip(search.roles, sp.choices, strict=True)
+            if not choices
+        )
         for sp in search.spaces
-        for role, choices in zip(search.roles, sp.choices, strict=True)
-        if not choices
-    }
-    return empty <= set(MIXABLE_ROLES)
+    )
 
 
 def solve(

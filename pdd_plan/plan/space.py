@@ -23,6 +23,9 @@ from pdd_plan.plan.candidates import shapes
 from pdd_plan.plan.formulate import line_price_usd_per_hour
 
 MAX_COUNT = 10_000  # instances of one candidate where the scenario gives no availability
+# how a candidate pruned by its count limit (availability or power) reads: several such
+# candidates of a mixed role may still serve it together (solve._mix_may_serve)
+COUNT_LIMITED = "needs at least"
 
 
 class OutOfTime(Exception):
@@ -166,7 +169,7 @@ class Spaces:
                     if None in need:
                         pruned[key] = _hopeless(role)
                     elif max(need) > most:
-                        pruned[key] = f"needs at least {max(need)} instances, {most} {limit}"
+                        pruned[key] = f"{COUNT_LIMITED} {max(need)} instances, {most} {limit}"
                     else:
                         price = n * self.per_gpu_hour(offer)
                         ch = Choice(role, dc.id, gpu.id, n, price, max(need), most)
