@@ -11,7 +11,8 @@ measurements by `pdd-plan calibrate steps`:
              + [prefill in the step] (prefill_fixed_s + prefill_request_s x prompts / groups)
              + decode_request_s x decode requests / groups
              + serial_token_s x tokens / groups
-             + [more tokens than the largest CUDA graph] eager_step_s
+    and a step of more tokens than the largest CUDA graph lasts at least
+    eager_mode_step_s (the host launching its kernels one by one).
 
 `groups` is the number of groups that run attention side by side: 1 in tensor
 parallelism, the GPUs in "ep" (data-parallel attention), so the per-request and
@@ -20,13 +21,17 @@ multiply the catalog's measured ones, so a profile fitted on one GPU moves to an
 through the datasheet ratios (peak FLOP/s, HBM bandwidth); the seconds terms move as
 they are.
 
-`eager_step_s` is the host's cost of launching a step's kernels one by one: an engine
+`eager_mode_step_s` is the host's time to launch a step's kernels one by one: an engine
 replays captured CUDA graphs only for steps of up to its largest captured size
-(`GRAPH_MAX_TOKENS` tokens on one rank); a larger step runs eagerly, every kernel launched
-from Python, and a model of many small kernels per layer pays tens of milliseconds for it
-(vLLM 0.20.1 on B300, DeepSeek-V4-Flash: a step just above the capture size takes 40-100
-ms more than one just below it, at 512 tokens with the default capture size and at 128 in
-the run launched with `--max-cudagraph-capture-size 128`; benchmarks/calibration.py).
+(`GRAPH_MAX_TOKENS` tokens on one rank); a larger step runs in PyTorch's eager mode, every
+kernel launched from Python (nothing to do with the handoff's eager tokens). Launches are
+asynchronous, so they overlap the GPU's work: the step lasts max(GPU time, launch time),
+and a model of many small kernels per layer on a fast instance is host-bound. vLLM 0.20.1
+on B300, DeepSeek-V4-Flash: mixed steps of 128-384 tokens take 78-81 ms in the run
+launched with `--max-cudagraph-capture-size 128` against 28-36 ms in the runs at the
+default 512; from 128 to 1,024 prompt tokens a step grows by 38-40 ms on 4 GPUs (of which
+about 10 ms of compute at the measured 11-13 us per token) but on 1 GPU by no more than its
+compute (38 ms at 33 us per token): a floor that the slower GPU hides.
 The identity profile (`IDENTITY`) gives the plain roofline exactly.
 
 Pure: numpy only, no I/O.
@@ -51,7 +56,7 @@ PARAMETERS: dict[str, tuple[float, float, float]] = {
     "prefill_request_s": (0.0, 0.0, 1.0),
     "decode_request_s": (0.0, 0.0, 0.1),
     "serial_token_s": (0.0, 0.0, 0.01),
-    "eager_step_s": (0.0, 0.0, 1.0),
+    "eager_mode_step_s": (0.0, 0.0, 1.0),
 }
 # Largest step (tokens on one rank) an engine replays as a captured CUDA graph: vLLM's
 # default `max_cudagraph_capture_size` is min(2 x max_num_seqs, 512) (vLLM 0.20
@@ -86,7 +91,7 @@ class EngineProfile:
     prefill_request_s: float = 0.0
     decode_request_s: float = 0.0
     serial_token_s: float = 0.0
-    eager_step_s: float = 0.0
+    eager_mode_step_s: float = 0.0
     engine: str = ""
     engine_version: str = ""
     gpu: str = ""  # catalog GPU id the parameters were fitted on ("" = any)
@@ -143,13 +148,14 @@ def step_parts(params, parts: dict, counts: dict) -> tuple:
     prefill = np.where(prompts * counts["new_tokens"] > 0, p_fixed + p_req * prompts / groups, 0.0)
     overhead_s = parts["step_overhead_s"] + fixed + layer * parts["layer_s"]
     overhead_s = overhead_s + prefill + d_req * decode / groups + serial * tokens / groups
-    overhead_s = overhead_s + eager * _eager(counts, tokens, groups)
-    return (
-        parts["compute_s"] / compute_eff,
-        parts["memory_s"] / memory_eff,
-        parts["comm_s"] * (1.0 - overlap),
-        overhead_s,
-    )
+    compute_s = parts["compute_s"] / compute_eff
+    memory_s = parts["memory_s"] / memory_eff
+    comm_s = parts["comm_s"] * (1.0 - overlap)
+    # an eager step ends when the host has launched its last kernel or the GPU has run
+    # it, whichever is later: the launches run ahead of the GPU (asynchronous CUDA)
+    gpu_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
+    overhead_s = overhead_s + _eager(counts, tokens, groups) * np.maximum(eager - gpu_s, 0.0)
+    return compute_s, memory_s, comm_s, overhead_s
 
 
 def _eager(counts: dict, tokens, groups):

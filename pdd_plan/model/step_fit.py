@@ -43,6 +43,10 @@ ROBUST_SCALE = 0.05  # soft-L1 switches from squared to absolute beyond ~5 % err
 # roofline is a sum of per-layer constants, which no single model's data can tell apart
 # from `fixed_step_s` (the same layer count in every row), so the fit folds it there.
 HELD_BY_DEFAULT = ("layer_latency_frac",)
+# Where a fit starts the eager-mode floor (engine_profile.py): a floor below every step's
+# GPU time binds nowhere and gives the optimiser no slope, so it starts at 0.1 s, longer
+# than most eager steps of the vLLM data (30-200 ms); data without a floor bring it down.
+FLOOR_START_S = {"eager_mode_step_s": 0.1}
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,8 @@ def _solve(data: Prepared, start: EngineProfile, free: tuple[str, ...]) -> np.nd
         return weights * (np.log(predict_s(params, data)) - log_y)
 
     x0 = np.clip(base[index], low + 1e-9, high - 1e-9)
+    for j, name in enumerate(free):
+        x0[j] = max(x0[j], FLOOR_START_S.get(name, 0.0))
     fit = least_squares(residual, x0, bounds=(low, high), loss="soft_l1", f_scale=ROBUST_SCALE)
     out = base.copy()
     out[index] = fit.x
@@ -187,8 +193,18 @@ def fit_profile(
     first = _solve(data, start, free)
     ratio = predict_s(first, data) / data.latency_s
     keep = (ratio < TRIM_FACTOR) & (ratio > 1.0 / TRIM_FACTOR)
-    second = _solve(data.select(keep), start.with_vector(first), free)
+    second = _drop_idle_floor(_solve(data.select(keep), start.with_vector(first), free), data)
     return start.with_vector(second), keep
+
+
+def _drop_idle_floor(params: np.ndarray, data: Prepared) -> np.ndarray:
+    """The eager-mode floor at 0 where it binds on no row: nothing measured shows it (no
+    step above the capture size, or every such step longer on the GPU), and left at its
+    start it would floor the eager steps of every plan made with the profile."""
+    j = list(PARAMETERS).index("eager_mode_step_s")
+    zero = params.copy()
+    zero[j] = 0.0
+    return zero if np.array_equal(predict_s(params, data), predict_s(zero, data)) else params
 
 
 def phase_errors(predicted_s, measured_s, phase) -> dict[str, float]:
