@@ -101,6 +101,33 @@ def across_models(by_model: dict, catalog: Catalog) -> None:
             print(f"| {train} | {test} | {phase} | {_pct(before[phase])} | {_pct(after[phase])} |")
 
 
+def barrier_check(by_model: dict, catalog: Catalog) -> None:
+    """Does rank 0 wait for the other DP ranks? With DP attention and EP, a decode-only
+    iteration of rank 0 lasts as long as another rank's prefill whenever one runs: with q
+    the share of rank 0's iterations that carry prefill, expect 1 - (1 - q)^(dp - 1) of its
+    decode iterations to be slow, and slow ones as long as rank 0's own prefill-carrying
+    ones; without DP ranks, none. The first 10 % of rows (cold start, sweep) are left out."""
+    print(
+        "\n| configuration | tp/ep/dp | decode iterations | slow (> 2x median) | "
+        "expected 1-(1-q)^(dp-1) | slow ones, median | rank 0's prefill ones, median |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for files in by_model.values():
+        for m in read(files, catalog):
+            s = m.samples
+            start = len(s.latency_s) // 10
+            phase, latency_s = s.phases()[start:], s.latency_s[start:]
+            decode = phase == "decode"
+            slow = decode & (latency_s > 2 * np.median(latency_s[decode]))
+            ranks = s.dp - 1 if s.ep > 1 else 0
+            expected = 1 - (1 - np.mean(~decode)) ** ranks
+            slow_ms = f"{1e3 * np.median(latency_s[slow]):.0f} ms" if slow.any() else "-"
+            run = Path(m.file).name.split("_2026")[0]
+            print(f"| {run} | {s.tp}/{s.ep}/{s.dp} | {decode.sum():,} | "
+                  f"{100 * slow.sum() / decode.sum():.1f} % | {100 * expected:.1f} % | "
+                  f"{slow_ms} | {1e3 * np.median(latency_s[~decode]):.0f} ms |")  # fmt: skip
+
+
 def _pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
@@ -130,6 +157,7 @@ def main() -> None:
             print(f"- {label}: {cells}")
     for name in missing:
         print(f"\nskipped {name}: not in the model catalog (no published config.json here)")
+    barrier_check(by_model, catalog)
     if "--across-models" in sys.argv:
         across_models(by_model, catalog)
 
