@@ -8,6 +8,9 @@ predictions of that model. "before" is the plain roofline (identity profile) on 
 rows. Target (issue #13): <= 10 % per phase per model. Models the catalog lacks are
 listed and skipped.
 
+Then the DP-rank barrier check (`barrier_check`): how often rank 0's decode-only
+iterations wait for another rank's prefill, against the chance that one runs.
+
 With --across-models, also the profile fitted on one model applied to the other: what a
 changed uncalibrated default would give.
 
