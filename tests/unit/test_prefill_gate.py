@@ -146,11 +146,11 @@ def test_the_pooled_gate_follows_the_simulator(catalog, servers):
     the prefill part of TTFT (wait + own steps), mean and P90, within 10 % of the
     simulator's pool fed from one queue (40,000 Poisson arrivals, the first 4,000
     dropped; seeds 1, 2, 3 and 11 all within 10 %). Measured: c = 1 mean 2.33 s against
-    2.36 simulated, P90 5.40 against 5.30; c = 3 mean 1.18 against 1.12, P90 2.73 against
+    2.36 simulated, P90 5.40 against 5.30; c = 3 mean 1.11 against 1.12, P90 2.56 against
     2.63. The per-instance feedback with the empty take at the mean step gave c = 1
     1.75 and 4.08 s (26 % and 23 % low), c = 3 1.27 and 3.06 s (13 % and 16 % high). The
     P99 is not held here: a three-point mix's tail is not the one exponential the wait
-    model fits (closed 10.8 and 5.5 s against 9.8 and 4.2 s)."""
+    model fits (closed 10.8 and 5.1 s against 9.8 and 4.2 s)."""
     inst = Instance(catalog.model("deepseek_v4_pro"), catalog.gpus["h100_sxm"], 32)
     classes = RequestClasses(
         input_tokens=np.array([1000.0, 8000.0, 60000.0]),
