@@ -20,6 +20,10 @@ def _kinds(model) -> set[str]:
     return {a.kind for a, _ in model.layers()}
 
 
+def _mixing(scenario, architecture: str) -> bool:
+    return scenario.policy.mixed_pools and architecture != "colocated"
+
+
 def _moe(model) -> bool:
     return model.routed_expert_params() > 0
 
@@ -54,6 +58,16 @@ RULES: tuple[tuple[str, Callable], ...] = (
     ("Eager RLD tokens", lambda s, m, a: a == "pdd"),
     ("Relay overflow", lambda s, m, a: a == "pdd"),
     ("The handoff's fixed engine cost", lambda s, m, a: a == "pdd"),
+    ("The cut-off selects relay candidates", lambda s, m, a: a == "pdd"),
+    ("Catch-up's rounds in the closed form", lambda s, m, a: a == "pdd"),
+    ("Catch-up's absorbing steps", lambda s, m, a: a == "pdd"),
+    ("RLD's tokens past MD's position", lambda s, m, a: a == "pdd"),
+    # mixed decode roles: only where the optimiser may mix (policy.mixed_pools)
+    ("A mixed decode role is split", lambda s, m, a: _mixing(s, a)),
+    ("Each group of a mixed role", lambda s, m, a: _mixing(s, a)),
+    ("Each group's arrivals keep", lambda s, m, a: _mixing(s, a)),
+    ("With a mixed main-decode role", lambda s, m, a: a == "pdd" and _mixing(s, a)),
+    ("A mixed answer is the MILP's plan", lambda s, m, a: _mixing(s, a)),
     ("A scenario's `engine.decode_kv_bytes_per_token`",
      lambda s, m, a: s.engine.decode_kv_bytes_per_token is not None),
 )  # fmt: skip

@@ -139,8 +139,44 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
         "throughput optimistic for odd shapes and small batches",
     ),
     (
-        "One GPU type and instance shape per role in a plan",
-        "mixed pools within a role cannot be evaluated yet",
+        (
+            "One GPU type and instance shape per role, except the finishing decode role "
+            "(main decode, IDC-PD decode), which may mix types in one datacenter"
+        ),
+        "plans that would mix prefill or relay types are not found",
+    ),
+    (
+        (
+            "A mixed decode role is split by capacity at each group's TPOT batch, with fixed "
+            "shares (a live least-loaded router rebalances on current load)"
+        ),
+        "optimistic for the group whose step rises faster with batch, near saturation",
+    ),
+    (
+        (
+            "Each group of a mixed role has its own slot queue (n_i K_i servers), where a "
+            "router that takes any free slot pools the whole role"
+        ),
+        "pessimistic slot wait (less pooling)",
+    ),
+    (
+        (
+            "Each group's arrivals keep the scenario's burstiness (splitting a bursty stream "
+            "smooths each share towards cv2 = 1)"
+        ),
+        "pessimistic for cv2 > 1, optimistic below; small",
+    ),
+    (
+        (
+            "With a mixed main-decode role, PDD's relay load and handoff are solved per "
+            "group and averaged by share, and with `pool_hold: handoff_end` the line's "
+            "figures are the first group's"
+        ),
+        "small, no set direction",
+    ),
+    (
+        "A mixed answer is the MILP's plan trimmed with `evaluate`, not searched exhaustively",
+        "pessimistic cost: a cheaper mix the MILP does not propose may exist",
     ),
     (
         "The WAN is in steady state: the pool wait is G/G/K, the line M/G/R processor sharing",
@@ -183,17 +219,76 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     (
         (
             "The cut-off's consistency cost: every conversation has a next turn, which lacks "
-            "on MD what the cut-off turn added; the previous turn was cut off with the "
-            "cut-off's share, independent of this request"
+            "on MD what the cut-off turn added (its uncached prompt and its output); the "
+            "previous turn was cut off with the cut-off's share, independent of this request"
         ),
-        "pessimistic about the cut-off's WAN saving where conversations end",
+        (
+            "pessimistic about the cut-off's WAN saving and relay cost where conversations "
+            "end; the output part may count twice where P's cache holds prompts only (under "
+            "0.3 % of the added tokens on `pdd-paper`)"
+        ),
     ),
     (
-        "Cut-off threshold = one connection's rate x the TPOT limit",
         (
-            "cuts off fewer requests than the true waste test when RLD steps are shorter "
-            "than the limit, more when transfers are striped"
+            "Cut-off threshold = stripes x one connection's rate x the TPOT limit; the "
+            "handoff and slow start are left out of the waste test"
         ),
+        (
+            "cuts off fewer requests than the true waste test (RLD's steps are shorter than "
+            "the limit, transfers slower than the connection's rate)"
+        ),
+    ),
+    (
+        "The cut-off selects relay candidates by P's uncached bytes, not MD's",
+        (
+            "cuts off fewer requests where MD lacks more than P (non-resident prefixes, next "
+            "turns of cut-off conversations); no chain of cut-offs"
+        ),
+    ),
+    (
+        (
+            "A step above the CUDA-graph capture size lasts at least the profile's "
+            "`eager_mode_step_s`, launches fully overlapping GPU work; the plain roofline "
+            "has 0 (every step replayed from graphs)"
+        ),
+        (
+            "plain roofline optimistic for long steps of many-kernel models on fast "
+            "instances; the floor optimistic where host work and GPU synchronise"
+        ),
+    ),
+    (
+        (
+            "The planner uses vLLM's default capture size (512 tokens per attention group, "
+            'per GPU under "ep"); a profile does not store the size it was fitted at'
+        ),
+        "optimistic for engines launched with a smaller capture size",
+    ),
+    (
+        (
+            "Fitting DP runs: every rank carries rank 0's decode batch and no prefill of its "
+            "own; iterations that wait for another rank's prefill (0.6-1.4 %) count as "
+            "outliers"
+        ),
+        "optimistic in the TPOT tail of DP-attention instances",
+    ),
+    (
+        (
+            "Catch-up's rounds in the closed form: RLD step phases independent and uniform, "
+            "mean MD and RLD steps (the switch gap as 4 values)"
+        ),
+        (
+            "more RLD load where MD's step is between one and two RLD steps (up to 13 % of "
+            "the stop time in a synthetic case, about 0 on `pdd-paper`); switch-gap P90 "
+            "within 7 % of the simulator on the PDD agreement cases"
+        ),
+    ),
+    (
+        "Catch-up's absorbing steps after the first extend slow only the handed-off request",
+        "co-batched TPOT slightly optimistic (about one extra token per step)",
+    ),
+    (
+        "RLD's tokens past MD's position at the stop count as RLD output",
+        ("RLD output high by about 2 tokens per handoff if the paper counts delivered tokens only"),
     ),
     (
         (
