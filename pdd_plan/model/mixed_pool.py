@@ -138,18 +138,12 @@ class MixedRows:
         return max((p.max_gap_s() for _, p in self._live()), default=0.0)
 
     def quantiles(self, cdf, qs) -> list[float]:
-        from scipy.optimize import brentq
+        from pdd_plan.model.tpot import cdf_quantiles
 
         live = [p for _, p in self._live()]
         low = min(float(min(p.mean_s.min(), p.step_s.min())) for p in live) * 0.5
         high = max(float(max(p.mean_s.max(), p.step_s.max(), p.fixed_gap_s.max())) for p in live)
-        out = []
-        for q in qs:
-            top = max(high, 1e-6) * 2
-            while cdf(top) < q and top < 1e6:
-                top *= 2
-            out.append(float(brentq(lambda x, q=q: cdf(x) - q, low, top, xtol=1e-7)))
-        return out
+        return cdf_quantiles(cdf, qs, low, high)
 
 
 def combine_rows(shares, rows):

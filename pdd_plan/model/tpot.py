@@ -85,13 +85,19 @@ class TpotRows:
     def quantiles(self, cdf, qs) -> list[float]:
         low = float(min(self.mean_s.min(), self.step_s.min())) * 0.5
         high = float(max(self.mean_s.max(), self.step_s.max(), self.fixed_gap_s.max()))
-        out = []
-        for q in qs:
-            top = max(high, 1e-6) * 2
-            while cdf(top) < q and top < 1e6:
-                top *= 2
-            out.append(float(brentq(lambda x, q=q: cdf(x) - q, low, top, xtol=1e-7)))
-        return out
+        return cdf_quantiles(cdf, qs, low, high)
+
+
+def cdf_quantiles(cdf, qs, low_s: float, high_s: float) -> list[float]:
+    """The seconds at which a TPOT or gap CDF reaches each of `qs`: bracketed from `low_s`,
+    the bracket's top doubled from 2 x `high_s` until it holds the quantile."""
+    out = []
+    for q in qs:
+        top = max(high_s, 1e-6) * 2
+        while cdf(top) < q and top < 1e6:
+            top *= 2
+        out.append(float(brentq(lambda x, q=q: cdf(x) - q, low_s, top, xtol=1e-7)))
+    return out
 
 
 def _normal_cdf(t: float, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
