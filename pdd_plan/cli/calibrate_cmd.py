@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from pdd_plan.cli.bounds import parallel_size_option
+from pdd_plan.cli.bounds import MAX_BATCH, bounded, parallel_size_option
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
@@ -101,9 +101,11 @@ def steps(
     ep: int | None = parallel_size_option("--ep", "expert-parallel"),
     dp: int | None = parallel_size_option("--dp", "data-parallel"),
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help="KV cache dtype (bf16)"),
-    graph_tokens: int | None = typer.Option(
+    graph_tokens: int | None = bounded(
         None,
         "--cuda-graph-max-tokens",
+        low=1,
+        high=MAX_BATCH,
         help="the engine's largest captured CUDA graph, tokens per rank (default: the "
         "launch flags in an index.csv beside the file, else vLLM's 512)",
     ),

@@ -83,6 +83,7 @@ def test_bad_capture_size_is_one_line(run_cli, tmp_path):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines == [
-        "error: command line: --cuda-graph-max-tokens: found 0; expected an integer >= 1"
+        "error: command line: --cuda-graph-max-tokens: found 0; "
+        "expected a whole number from 1 to 1,000,000"
     ]
     assert not (tmp_path / "p.yaml").exists()
