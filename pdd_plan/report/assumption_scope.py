@@ -52,7 +52,7 @@ RULES: tuple[tuple[str, Callable], ...] = (
     ("Streamed KV appears", lambda s, m, a: a in LINE_ARCHITECTURES),
     ("Striping:", lambda s, m, a: a in LINE_ARCHITECTURES),
     ("Batched prefill:", lambda s, m, a: a != "colocated"),
-    ("The operating batch comes from the mean step", lambda s, m, a: a != "colocated"),
+    ("The operating batch counts every arrival", lambda s, m, a: a != "colocated"),
     ("Default prefill budget", lambda s, m, a: a != "colocated"),
     ("Colocated serving prefills", lambda s, m, a: a == "colocated"),
     ("Eager RLD tokens", lambda s, m, a: a == "pdd"),
