@@ -23,21 +23,10 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from solve import cli_s, python_s  # noqa: E402  (the same timing as benchmarks/solve.py)
 
-SUBCOMMANDS = [
-    "estimate",
-    "evaluate",
-    "solve",
-    "compare",
-    "explain",
-    "simulate",
-    "sweep",
-    "report",
-    "catalog",
-    "model",
-    "scenario",
-    "trace",
-    "calibrate",
-]
+from pdd_plan.cli.app import COMMANDS  # noqa: E402
+
+# every lazily registered command, as the CLI lists them (its --help imports nothing heavy)
+SUBCOMMANDS = list(COMMANDS)
 FAMILIES = ("numpy", "scipy", "pulp", "pydantic", "pdd_plan.model", "pdd_plan.plan", "pdd_plan.sim")
 PROBE = """
 import json, sys

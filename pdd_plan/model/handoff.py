@@ -27,6 +27,7 @@ too (not modelled).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,11 +170,10 @@ def _rounds_at_phases(h: Handoff, rld_step_s: float):
         def by(t: float, phase: float = phase) -> int:
             return 0 if t < phase else int(np.floor((t - phase) / r + 1e-9)) + 1
 
-        def md(k: int, first: list = [True]) -> float:  # noqa: B006 (a flag per phase)
-            was, first[0] = first[0], False
-            return ext if was else h.absorb_step_s
-
-        out.append((run_catch_up(start, by(start - tau), by, md, tau, 10**9), phase, by))
+        md_steps = itertools.chain([ext], itertools.repeat(h.absorb_step_s))
+        rounds = run_catch_up(start, by(start - tau), by, lambda _k, s=md_steps: next(s), tau,
+                              10**9)  # fmt: skip
+        out.append((rounds, phase, by))
     return out
 
 

@@ -9,6 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# the hand-made engine whose every step lasts 1 s (tests/sim is on the path, as pytest runs it)
+from test_decode_physics_sim import _UnitSteps
+
 from pdd_plan.model import evaluate as ev
 from pdd_plan.sim.decode import (
     ARRIVE,
@@ -25,18 +28,6 @@ from pdd_plan.sim.measure import measure
 from pdd_plan.sim.run import SimConfig, simulate
 
 PLANS = Path(__file__).resolve().parents[2] / "scenarios" / "plans"
-
-
-class _UnitSteps:
-    """Every decode and extend step lasts 1 s (a hand-made engine, no roofline)."""
-
-    cap = 8
-
-    def step_s(self, batch, mean_context):
-        return 1.0
-
-    def extend_s(self, batch, handed_tokens, context):
-        return 1.0
 
 
 def test_rounds_on_the_simulators_grids_counted_by_hand():
