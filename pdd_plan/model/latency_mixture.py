@@ -15,6 +15,12 @@ import numpy as np
 
 from pdd_plan.model.queueing import WaitModel, sum_cdf
 
+# A nanosecond: far below any SLA, and tight enough that a percentile never appears to fall
+# as the load rises merely because two root searches stopped at different points of a
+# microsecond-wide bracket.
+_QUANTILE_XTOL_S = 1e-9
+_QUANTILE_RTOL = 1e-12
+
 
 @dataclass(frozen=True)
 class LatencyGroup:
@@ -48,5 +54,5 @@ def grouped_quantiles_s(quantiles: Sequence[float], groups: Sequence[LatencyGrou
             out.append(low)
         else:
             gap = lambda t, q=q: mixture_cdf(groups, t) - q  # noqa: E731
-            out.append(float(brentq(gap, low, top, xtol=1e-6, rtol=1e-6)))
+            out.append(float(brentq(gap, low, top, xtol=_QUANTILE_XTOL_S, rtol=_QUANTILE_RTOL)))
     return out
