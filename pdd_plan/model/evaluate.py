@@ -183,14 +183,34 @@ def _ttft_groups(setup, side, service, p_wait, conn_wait, wan_time) -> list[Late
     return groups
 
 
+def _parts(setup: Setup, rate: float, service, p_util: float) -> list[tuple]:
+    """One part per decode group (one unless the role is mixed): (share, its setup, line,
+    transfer times, connection wait, decode side); the line is the same for every group
+    but with `pool_hold: handoff_end` (the first group's is reported)."""
+    return [(s, su, *_decode_part(su, rate, service, p_util, s)) for s, su in members(setup)]
+
+
+def _all_ttft_groups(parts, service, p_wait) -> list[LatencyGroup]:
+    return [
+        g
+        for s, su, _, w_time, c_wait, sd in parts
+        for g in _scaled(_ttft_groups(su, sd, service, p_wait, c_wait, w_time), s)
+    ]
+
+
+def _all_tpot_rows(parts, rate: float, service):
+    return combine_rows(
+        [part[0] for part in parts],
+        [tpot_rows(su, sd, rate * s, service) for s, su, *_, sd in parts],
+    )
+
+
 def snapshot(setup: Setup, rate: float) -> Snapshot:
     """Metrics at arrival rate `rate`; SaturatedError if any queue cannot keep up."""
     c, arch = setup.classes, setup.deployment.architecture
     service, p_wait, p_util = _prefill(setup, rate)
     util = {"prefill": p_util}
-    # one part per decode group (one unless the role is mixed): the line (the same for
-    # every group but with `pool_hold: handoff_end`, the first group's is reported)
-    parts = [(s, su, *_decode_part(su, rate, service, p_util, s)) for s, su in members(setup)]
+    parts = _parts(setup, rate, service, p_util)
     shares = [part[0] for part in parts]
     _, _, wan, wan_time, conn_wait, side = parts[0]
     sides = [part[-1] for part in parts]
@@ -202,13 +222,9 @@ def snapshot(setup: Setup, rate: float) -> Snapshot:
     util[DECODE_ROLE[arch]] = max(x.md.utilization_frac for x in sides)  # the fullest group
     if arch == "colocated":
         util["colocated"] = max(p_util, side.md.utilization_frac)
-    groups = [
-        g
-        for s, su, _, w_time, c_wait, sd in parts
-        for g in _scaled(_ttft_groups(su, sd, service, p_wait, c_wait, w_time), s)
-    ]
+    groups = _all_ttft_groups(parts, service, p_wait)
     ttft = dict(zip(QUANTILES, grouped_quantiles_s(list(QUANTILES.values()), groups), strict=True))
-    rows = combine_rows(shares, [tpot_rows(su, sd, rate * s, service) for s, su, *_, sd in parts])
+    rows = _all_tpot_rows(parts, rate, service)
     crossing_weights = c.weight * (wan_time > 0)
     transfer = {"p50": 0.0, "p99": 0.0}
     if wan is not None and crossing_weights.sum() > 0:
@@ -260,11 +276,29 @@ def sla_checks(setup: Setup, snap: Snapshot) -> dict[str, dict[str, float]]:
 
 
 def meets_sla(setup: Setup, rate: float) -> bool:
+    """Whether every SLA percentile holds at `rate`: what `sla_checks` of the snapshot
+    says, computing only what the SLA asks (the TTFT percentiles first; TPOT's rows only
+    if they hold), each percentile's root search as `sla_checks` runs it."""
     try:
-        snap = snapshot(setup, rate)
+        return _meets_sla(setup, rate)
     except SaturatedError:
         return False
-    return all(c["value"] <= c["limit"] for c in sla_checks(setup, snap).values())
+
+
+def _meets_sla(setup: Setup, rate: float) -> bool:
+    sla = setup.scenario.sla
+    service, p_wait, p_util = _prefill(setup, rate)
+    parts = _parts(setup, rate, service, p_util)
+    if sla.ttft_s:
+        groups = _all_ttft_groups(parts, service, p_wait)
+        got = grouped_quantiles_s([pct / 100 for pct in sla.ttft_s], groups)
+        if not all(v <= lim for v, lim in zip(got, sla.ttft_s.values(), strict=True)):
+            return False
+    if sla.tpot_s:
+        rows = _all_tpot_rows(parts, rate, service)
+        got = rows.quantiles(rows.tpot_cdf, [pct / 100 for pct in sla.tpot_s])
+        return all(v <= lim for v, lim in zip(got, sla.tpot_s.values(), strict=True))
+    return True
 
 
 def goodput_rps(setup: Setup, rel_tol: float = 1e-3, known=(0.0, math.inf)) -> float:
@@ -351,10 +385,13 @@ def evaluate(
         snap = snapshot(setup, rate)
     except SaturatedError:
         snap = None
-    goodput = goodput_rps(setup, goodput_rel_tol, known)
     shown = snap  # None: saturated at the offered rate; percentiles are then undefined
     checks = sla_checks(setup, snap) if snap else {}
     met = bool(snap) and all(v["value"] <= v["limit"] for v in checks.values())
+    # the goodput search asks first about the offered rate: answered here already
+    low, high = known
+    known = (max(low, rate), high) if met else (low, min(high, rate))
+    goodput = goodput_rps(setup, goodput_rel_tol, known)
     nan = {"p50": float("nan"), "p90": float("nan"), "p99": float("nan")}
     metrics = Metrics(
         offered_rps=rate,

@@ -216,6 +216,11 @@ def _live(waits: Sequence[WaitModel]) -> list[WaitModel]:
     return live
 
 
+def sum_survival_fn(waits: Sequence[WaitModel]) -> Callable[[np.ndarray], np.ndarray]:
+    """P(W > x) for x >= 0, where W is the sum of the waits (at most two non-zero)."""
+    return _sum_survival_fn(_live(waits))
+
+
 def _sum_survival_fn(live: list[WaitModel]) -> Callable[[np.ndarray], np.ndarray]:
     """P(W > x) for x >= 0, where W is the sum of the (0, 1 or 2) live waits."""
     if not live:

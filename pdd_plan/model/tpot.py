@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.optimize import brentq
@@ -48,26 +49,41 @@ class TpotRows:
         p = self.size_weights / self.size_weights.sum()
         return float(np.dot(p, self.sizes_s)), float(np.dot(p, self.sizes_s**2))
 
-    def tpot_cdf(self, t: float) -> float:
+    @cached_property
+    def _tpot_parts(self) -> tuple:
+        """What `tpot_cdf` needs that does not depend on t (the root search asks for tens
+        of t): each row's two normals (without and with interruptions) and their masses."""
         m, g = self.interrupts, self.gaps
         none = np.exp(-m)
         e1, e2 = self._moments()
         some = np.maximum(1.0 - none, 1e-300)
         mean1 = m * e1 / some / g  # TPOT added, given at least one interruption
         var1 = np.maximum((m * e2 + m * m * e1 * e1) / some / g**2 - mean1**2, 0.0)
-        cdf0 = _normal_cdf(t, self.mean_s, self.sd_s)
-        cdf1 = _normal_cdf(t, self.mean_s + mean1, np.sqrt(self.sd_s**2 + var1))
-        mass = none * cdf0 + (1.0 - none) * cdf1
-        return float(np.dot(self.weights, mass) / self.weights.sum())
+        normals = (_Normal(self.mean_s, self.sd_s),
+                   _Normal(self.mean_s + mean1, np.sqrt(self.sd_s**2 + var1)))  # fmt: skip
+        return none, 1.0 - none, normals, self.weights.sum()
+
+    def tpot_cdf(self, t: float) -> float:
+        none, some, (plain, hit), total = self._tpot_parts
+        mass = none * plain.cdf(t) + some * hit.cdf(t)
+        return float(np.dot(self.weights, mass) / total)
+
+    @cached_property
+    def _gap_parts(self) -> tuple:
+        """What `gap_cdf` needs that does not depend on g: the sorted interruption sizes
+        and their cumulative probabilities."""
+        if not len(self.sizes_s):
+            return None, None
+        order = np.argsort(self.sizes_s)
+        cum = np.concatenate(([0.0], np.cumsum(self.size_weights[order])))
+        cum /= cum[-1]
+        return self.sizes_s[order], cum
 
     def gap_cdf(self, g: float) -> float:
         above = (g >= self.step_s) & (g >= self.fixed_gap_s)
         beyond = np.zeros(len(self.step_s))
-        if len(self.sizes_s):
-            order = np.argsort(self.sizes_s)
-            sizes = self.sizes_s[order]
-            cum = np.concatenate(([0.0], np.cumsum(self.size_weights[order])))
-            cum /= cum[-1]
+        sizes, cum = self._gap_parts
+        if sizes is not None:
             below = cum[np.searchsorted(sizes, g - self.step_s, side="right")]
             beyond = 1.0 - below  # P(an interruption is longer than g - step)
         mass = np.where(above, np.exp(-self.interrupts * beyond), 0.0)
@@ -91,18 +107,33 @@ class TpotRows:
 def cdf_quantiles(cdf, qs, low_s: float, high_s: float) -> list[float]:
     """The seconds at which a TPOT or gap CDF reaches each of `qs`: bracketed from `low_s`,
     the bracket's top doubled from 2 x `high_s` until it holds the quantile."""
+    seen: dict[float, float] = {}
+
+    def once(x: float) -> float:  # the bracket's ends are asked for again by brentq
+        got = seen.get(x)
+        if got is None:
+            got = seen[x] = cdf(x)
+        return got
+
     out = []
     for q in qs:
         top = max(high_s, 1e-6) * 2
-        while cdf(top) < q and top < 1e6:
+        while once(top) < q and top < 1e6:
             top *= 2
-        out.append(float(brentq(lambda x, q=q: cdf(x) - q, low_s, top, xtol=1e-7)))
+        out.append(float(brentq(lambda x, q=q: once(x) - q, low_s, top, xtol=1e-7)))
     return out
 
 
-def _normal_cdf(t: float, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
-    safe = np.where(sd > 0, sd, 1.0)
-    return np.where(sd > 0, ndtr((t - mean) / safe), (t >= mean).astype(float))
+class _Normal:
+    """N(mean, sd²) per row, its CDF at one t; a row with sd = 0 is a step at its mean."""
+
+    def __init__(self, mean: np.ndarray, sd: np.ndarray):
+        self.mean, self.spread = mean, sd > 0
+        self.safe_sd = np.where(self.spread, sd, 1.0)
+
+    def cdf(self, t: float) -> np.ndarray:
+        return np.where(self.spread, ndtr((t - self.mean) / self.safe_sd),
+                        (t >= self.mean).astype(float))  # fmt: skip
 
 
 def time_average_factor(window_s: np.ndarray, holds_s: np.ndarray, hold_weights) -> np.ndarray:

@@ -1,0 +1,180 @@
+"""Fast paths of the latency and TPOT percentiles (#15 Build 1) equal their reference paths
+bit for bit: the reference here is the plain code (every CDF evaluated from scratch,
+every t asked again), written out in this file, so a fast path that drifts by one
+rounding fails."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+from scipy.special import ndtr
+
+from pdd_plan.model import latency_mixture as lm
+from pdd_plan.model import tpot
+from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s, mixture_cdf
+from pdd_plan.model.queueing import WaitModel
+
+
+def _wait(r: random.Random) -> WaitModel:
+    kind = r.random()
+    if kind < 0.2:
+        return WaitModel.none()
+    return WaitModel(r.uniform(0.01, 0.99), r.choice((r.uniform(0.5, 50.0), 7.0)))
+
+
+def _groups(seed: int) -> list[LatencyGroup]:
+    """1-3 groups of 1-40 classes, each with 0-2 waits (two equal rates included: the
+    Erlang-2 limit of the two-wait survival)."""
+    r = random.Random(seed)
+    out = []
+    for _ in range(r.randint(1, 3)):
+        n = r.randint(1, 40)
+        weights = np.array([r.choice((0.0, r.uniform(0.0, 2.0))) for _ in range(n)])
+        weights[0] = r.uniform(0.1, 1.0)  # never all zero
+        delays = np.array([r.choice((0.0, r.uniform(0.0, 3.0))) for _ in range(n)])
+        out.append(LatencyGroup(weights, delays, tuple(_wait(r) for _ in range(r.randint(0, 2)))))
+    return out
+
+
+def _reference_quantiles_s(quantiles, groups) -> list[float]:
+    """grouped_quantiles_s as it was before the fast path: `mixture_cdf` at every ask."""
+    groups = [g for g in groups if len(g.weights) and g.weights.sum() > 0]
+    low = min(float(g.delays_s.min()) for g in groups)
+    high = max(float(g.delays_s.max()) for g in groups) + 1.0
+    out = []
+    for q in quantiles:
+        top = high
+        while mixture_cdf(groups, top) < q and top < 1e9:
+            top = 2 * top + 1.0
+        if mixture_cdf(groups, top) < q:
+            out.append(float("inf"))
+        elif mixture_cdf(groups, low) >= q:
+            out.append(low)
+        else:
+            gap = lambda t, q=q: mixture_cdf(groups, t) - q  # noqa: E731
+            out.append(float(brentq(gap, low, top, xtol=1e-9, rtol=1e-12)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fast_mixture_cdf_is_mixture_cdf_bit_for_bit(seed):
+    groups = _groups(seed)
+    fast = lm._FastMixtureCdf(groups)
+    r = random.Random(100 + seed)
+    ts = [0.0, -1.0, 1e-12, 3.0, 1e9, float("inf")] + [r.uniform(-0.5, 5.0) for _ in range(40)]
+    for t in ts:
+        assert fast(t) == mixture_cdf(groups, t), t
+        assert fast(t) == mixture_cdf(groups, t), t  # asked again: from the memo, the same
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_grouped_quantiles_equal_the_reference_search(seed):
+    groups = _groups(seed)
+    qs = [0.0, 0.05, 0.5, 0.9, 0.99, 0.999, 1.0]
+    assert grouped_quantiles_s(qs, groups) == _reference_quantiles_s(qs, groups)
+
+
+def test_the_memo_evaluates_each_t_once_and_belongs_to_its_groups(monkeypatch):
+    groups = _groups(3)
+    asked: list[float] = []
+    mass = lm._FastMixtureCdf._mass
+
+    def counting(self, t_s):
+        asked.append(t_s)
+        return mass(self, t_s)
+
+    monkeypatch.setattr(lm._FastMixtureCdf, "_mass", counting)
+    grouped_quantiles_s([0.5, 0.9, 0.99], groups)
+    assert len(asked) == len(set(asked))  # every t computed once
+    # other groups, the same t: computed afresh, never another mixture's value
+    other = [LatencyGroup(g.weights, g.delays_s + 0.25, g.waits) for g in groups]
+    first, second = lm._FastMixtureCdf(groups), lm._FastMixtureCdf(other)
+    assert first(1.0) == mixture_cdf(groups, 1.0)
+    assert second(1.0) == mixture_cdf(other, 1.0) != first(1.0)
+
+
+# ---------------------------------------------------------------------------- TPOT
+
+
+def _rows(seed: int, interruptions: bool) -> tpot.TpotRows:
+    r = np.random.default_rng(seed)
+    n = int(r.integers(1, 30))
+    sd = r.uniform(0.0, 0.004, n) * (r.random(n) < 0.8)  # some rows without spread
+    k = int(r.integers(1, 6)) if interruptions else 0
+    return tpot.TpotRows(
+        weights=r.uniform(0.01, 1.0, n),
+        mean_s=r.uniform(0.01, 0.08, n),
+        sd_s=sd,
+        interrupts=r.uniform(0.0, 3.0, n) * interruptions,
+        gaps=r.integers(1, 900, n).astype(float),
+        step_s=r.uniform(0.01, 0.08, n),
+        fixed_gap_s=r.uniform(0.0, 0.3, n) * (r.random(n) < 0.3),
+        sizes_s=r.uniform(0.05, 0.6, k),
+        size_weights=r.uniform(0.1, 1.0, k),
+    )
+
+
+def _reference_tpot_cdf(rows: tpot.TpotRows, t: float) -> float:
+    """TPOT's CDF as it was: its t-free parts recomputed at every t."""
+
+    def normal(mean, sd):
+        safe = np.where(sd > 0, sd, 1.0)
+        return np.where(sd > 0, ndtr((t - mean) / safe), (t >= mean).astype(float))
+
+    m, g = rows.interrupts, rows.gaps
+    none = np.exp(-m)
+    e1, e2 = rows._moments()
+    some = np.maximum(1.0 - none, 1e-300)
+    mean1 = m * e1 / some / g
+    var1 = np.maximum((m * e2 + m * m * e1 * e1) / some / g**2 - mean1**2, 0.0)
+    cdf0 = normal(rows.mean_s, rows.sd_s)
+    cdf1 = normal(rows.mean_s + mean1, np.sqrt(rows.sd_s**2 + var1))
+    mass = none * cdf0 + (1.0 - none) * cdf1
+    return float(np.dot(rows.weights, mass) / rows.weights.sum())
+
+
+def _reference_gap_cdf(rows: tpot.TpotRows, g: float) -> float:
+    above = (g >= rows.step_s) & (g >= rows.fixed_gap_s)
+    beyond = np.zeros(len(rows.step_s))
+    if len(rows.sizes_s):
+        order = np.argsort(rows.sizes_s)
+        sizes = rows.sizes_s[order]
+        cum = np.concatenate(([0.0], np.cumsum(rows.size_weights[order])))
+        cum /= cum[-1]
+        beyond = 1.0 - cum[np.searchsorted(sizes, g - rows.step_s, side="right")]
+    mass = np.where(above, np.exp(-rows.interrupts * beyond), 0.0)
+    return float(np.dot(rows.weights, mass) / rows.weights.sum())
+
+
+def _reference_cdf_quantiles(cdf, qs, low_s, high_s):
+    out = []
+    for q in qs:
+        top = max(high_s, 1e-6) * 2
+        while cdf(top) < q and top < 1e6:
+            top *= 2
+        out.append(float(brentq(lambda x, q=q: cdf(x) - q, low_s, top, xtol=1e-7)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("interruptions", [False, True])
+def test_tpot_and_gap_cdfs_equal_the_reference(seed, interruptions):
+    rows = _rows(seed, interruptions)
+    ts = np.random.default_rng(50 + seed).uniform(0.0, 1.0, 30).tolist() + [0.0, 0.04, 2.0]
+    for t in ts:
+        assert rows.tpot_cdf(t) == _reference_tpot_cdf(rows, t)
+        assert rows.gap_cdf(t) == _reference_gap_cdf(rows, t)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_tpot_quantiles_equal_the_reference_search(seed):
+    rows = _rows(seed, interruptions=seed % 2 == 0)
+    qs = [0.5, 0.9, 0.99]
+    low = float(min(rows.mean_s.min(), rows.step_s.min())) * 0.5
+    high = float(max(rows.mean_s.max(), rows.step_s.max(), rows.fixed_gap_s.max()))
+    for cdf, ref in ((rows.tpot_cdf, _reference_tpot_cdf), (rows.gap_cdf, _reference_gap_cdf)):
+        expected = _reference_cdf_quantiles(lambda t, ref=ref: ref(rows, t), qs, low, high)
+        assert rows.quantiles(cdf, qs) == expected
