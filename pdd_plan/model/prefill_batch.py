@@ -58,213 +58,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
-from scipy.optimize import brentq
 
 from pdd_plan.model import prefill_gate as gate
-from pdd_plan.model.kernels import achievable_bytes_per_s, maximum, where
+
+# the step primitives live in model/prefill_mix.py; sim/prefill.py and the tests read
+# them from here too (re-exported by the redundant aliases)
+from pdd_plan.model.prefill_mix import PrefillMix, prefill_mix
+from pdd_plan.model.prefill_mix import batch_step_s as batch_step_s
+from pdd_plan.model.prefill_mix import chunk_parts as chunk_parts
+from pdd_plan.model.prefill_mix import chunk_rows as chunk_rows
+from pdd_plan.model.prefill_mix import step_s as step_s
+from pdd_plan.model.prefill_mix import token_terms as token_terms
 from pdd_plan.model.queueing import WaitModel, ggc_wait
 from pdd_plan.model.roofline import Instance
-
-# The operating batch to 1e-5 of the budget (under 6 tokens at the largest default
-# budget, 32 GPUs x 16,384; its step to the same fraction of a full step).
-_FIXED_POINT_TOL_FRAC = 1e-5
-# Pools remembered per process (the planner asks the same pool at every rate it tries).
-_MEMO_LIMIT = 64
 
 
 def budget_tokens(inst: Instance, budget_per_gpu: int | None) -> int | None:
     """Tokens one prefill step of `inst` may carry (None: one request per step); the
     default per GPU and its source: model/scenario.py PREFILL_TOKEN_BUDGET_PER_GPU."""
     return None if budget_per_gpu is None else int(budget_per_gpu) * inst.gpus
-
-
-# ---- one step over several chunks ----------------------------------------------------------
-def chunk_parts(inst: Instance, new_tokens, cached_tokens) -> tuple[np.ndarray, np.ndarray]:
-    """(compute seconds, KV bytes moved) each chunk adds to a step: its linear FLOPs and its
-    attention over `cached` + `new` tokens; its cached KV read plus its new KV written."""
-    new = np.rint(np.asarray(new_tokens, dtype=float))
-    cached = np.rint(np.asarray(cached_tokens, dtype=float))
-    # the roofline's own per-chunk terms (batch 0: no decode tokens in a prefill step)
-    _, compute_s = inst._compute(0.0, 0.0, new, cached, 1.0)
-    _, kv_bytes = inst._kv_moved_bytes(0.0, 0.0, new, cached, 1.0)
-    return np.asarray(compute_s, dtype=float), np.asarray(kv_bytes, dtype=float)
-
-
-def token_terms(inst: Instance, tokens):
-    """(weight bytes read, communication seconds) of a step of `tokens` tokens: the parts
-    set by the step's total tokens alone (weights per GPU in "ep", all GPUs in "tp")."""
-    if inst._ep():
-        return inst.ep_weight_read_bytes_per_gpu(tokens), inst._comm_s(tokens)
-    return inst.weight_read_bytes(tokens), inst._comm_s(tokens)
-
-
-def step_s(inst: Instance, compute_s, kv_bytes, tokens, prompts, terms=None):
-    """One prefill step from its chunks' summed parts: `compute_s` and `kv_bytes` summed over
-    the chunks, `tokens` their new tokens, `prompts` how many chunks (may be fractional: a
-    mean mix); `terms`: `token_terms(inst, tokens)` when the caller has them. The weights
-    the step's tokens touch are read once; 0 for no tokens."""
-    weight_bytes, comm_s = token_terms(inst, tokens) if terms is None else terms
-    bandwidth = achievable_bytes_per_s(inst.gpu)
-    if inst._ep():
-        memory_s = (weight_bytes + kv_bytes / inst.gpus) / bandwidth
-    else:
-        memory_s = (weight_bytes + kv_bytes) / (inst.gpus * bandwidth)
-    parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
-    parts.update(step_overhead_s=inst.step_overhead_s, layer_s=inst.layer_latency_s())
-    per_prompt = where(prompts > 0, tokens / np.maximum(prompts, 1e-300), 0.0)
-    counts = {"decode_requests": 0.0, "prompts": prompts, "new_tokens": per_prompt}
-    counts["groups"] = inst.gpus if inst._ep() else 1
-    compute, memory, comm, overhead = inst.engine_profile.adjust(parts, counts)
-    return where(tokens > 0, maximum(compute, memory) + comm + overhead, 0.0)
-
-
-def batch_step_s(inst: Instance, new_tokens, cached_tokens) -> float:
-    """Time of one prefill step over the chunks (new_tokens[i] after cached_tokens[i])."""
-    new = np.atleast_1d(np.rint(np.asarray(new_tokens, dtype=float)))
-    compute_s, kv_bytes = chunk_parts(inst, new, cached_tokens)
-    prompts = float(np.count_nonzero(new > 0))
-    return float(step_s(inst, float(compute_s.sum()), float(kv_bytes.sum()), new.sum(), prompts))
-
-
-# ---- the workload as chunk rows --------------------------------------------------------------
-def chunk_rows(uncached, cached, budget: int | None):
-    """(class of each row, new tokens, cached tokens): class i as ceil(n_i / budget) chunks
-    of at most `budget` tokens (one row with no budget, or no uncached tokens)."""
-    n = np.rint(np.asarray(uncached, dtype=float))
-    c = np.rint(np.asarray(cached, dtype=float))
-    if budget is None:
-        return np.arange(len(n)), n, c
-    chunks = np.maximum(np.ceil(n / budget), 1).astype(np.int64)
-    row_class = np.repeat(np.arange(len(n)), chunks)
-    first = np.cumsum(chunks) - chunks
-    index = np.arange(len(row_class)) - np.repeat(first, chunks)  # chunk number in its class
-    done = index * float(budget)
-    return row_class, np.minimum(n[row_class] - done, budget), c[row_class] + done
-
-
-@dataclass(frozen=True)
-class PrefillMix:
-    """The workload's prefill on one instance with a token budget: chunk rows and the mean
-    request's summed per-chunk parts."""
-
-    inst: Instance
-    budget_tokens: int
-    weight: np.ndarray  # class weights (sum 1)
-    row_class: np.ndarray
-    row_new: np.ndarray
-    row_compute_s: np.ndarray
-    row_kv_bytes: np.ndarray
-    mean_tokens: float  # N̄: uncached tokens per request
-    mean_chunks: float  # chunks (with tokens) per request
-    mean_compute_s: float  # summed over a mean request's chunks
-    mean_kv_bytes: float
-
-    @classmethod
-    def build(cls, inst: Instance, uncached, cached, weight, budget_tokens: int) -> PrefillMix:
-        w = np.asarray(weight, dtype=float)
-        w = w / w.sum()
-        row_class, new, cached_rows = chunk_rows(uncached, cached, budget_tokens)
-        compute_s, kv_bytes = chunk_parts(inst, new, cached_rows)
-        rw = w[row_class]
-        return cls(inst, int(budget_tokens), w, row_class, new, compute_s, kv_bytes,
-                   float(rw @ new), float(rw @ (new > 0)), float(rw @ compute_s),
-                   float(rw @ kv_bytes))  # fmt: skip
-
-    @property
-    def mean_chunk_tokens(self) -> float:
-        """n̄: the mean chunk, what a step holds at the least."""
-        return self.mean_tokens / self.mean_chunks if self.mean_chunks > 0 else 0.0
-
-    def step_s(self, tokens: float) -> float:
-        """S(b): a step of `tokens` tokens of the mean mix (b / N̄ requests' worth)."""
-        b = float(tokens)
-        q = b / self.mean_tokens if self.mean_tokens > 0 else 0.0
-        return float(step_s(self.inst, q * self.mean_compute_s, q * self.mean_kv_bytes, b,
-                            q * self.mean_chunks))  # fmt: skip
-
-    def full_step_cost_s(self) -> float:
-        """s_full: a mean request's share of a full step, S(B) N̄ / B."""
-        return float(self.step_s(self.budget_tokens)) * self.mean_tokens / self.budget_tokens
-
-    def capacity_rps(self) -> float:
-        """Requests per second one instance prefills in full steps."""
-        cost = self.full_step_cost_s()
-        return math.inf if cost <= 0 else 1.0 / cost
-
-    def added_s(self, tokens: float) -> np.ndarray:
-        """x per class: what one more request adds to a step of `tokens` tokens, its own
-        time in the step less the step without it (the first request of a step pays the
-        weights and overheads)."""
-        n = self.mean_chunk_tokens
-        beside = self.step_s(tokens - n) if tokens > n else 0.0
-        return np.maximum(self.own_s(tokens) - beside, 0.0)
-
-    @cached_property
-    def _chord(self) -> tuple[float, float, float]:
-        """(S(n̄), S(B), dS/db): one chunk, a full step, the chord between them."""
-        lone, full = self.step_s(self.mean_chunk_tokens), self.step_s(self.budget_tokens)
-        span = self.budget_tokens - self.mean_chunk_tokens
-        return lone, full, (full - lone) / span if span > 0 else 0.0
-
-    def step_law(self, tokens_per_s: float, tokens: float, servers: int) -> gate.StepLaw:
-        """The steps of the pool at b = `tokens` (prefill_gate.StepLaw): mean S(b), their
-        composition variance (b / N̄) E[x²] (a Poisson number of requests, each adding x)
-        and the per-instance feedback ρ = Λ dS/db, dS/db the chord from one chunk to a
-        full step."""
-        lone, full, slope = self._chord
-        step = self.step_s(tokens)
-        added = self.added_s(tokens)
-        second_x, mean_x = float(self.weight @ added**2), float(self.weight @ added)
-        # the arrivals in the gap (a Poisson number: (Λ S(b) / N̄) E[x²]) and the chunk
-        # that restarts an idle instance (one request's worth: (b - Λ S(b)) / N̄ Var(x))
-        arrived = min(tokens_per_s * step, tokens)
-        composition = (arrived * second_x + (tokens - arrived) * (second_x - mean_x**2)) / (
-            self.mean_tokens if self.mean_tokens > 0 else math.inf
-        )
-        rate = tokens_per_s * servers / self.mean_tokens if self.mean_tokens > 0 else 0.0
-        restart = slope * self.mean_chunk_tokens
-        return gate.StepLaw(step, composition, tokens_per_s * slope, lone, full, servers,
-                            rate, restart)  # fmt: skip
-
-    def carried_tokens(self, tokens_per_s: float, tokens: float, servers: int = 1) -> float:
-        """Tokens an instance's next step carries after steps of b = `tokens`: what arrived
-        during the gap before its take, Λ S(b) per step, and one chunk when the take found
-        nothing and the instance idled until the next arrival: + n̄ P0, P0 = E[e^(-λG)]
-        over the gap law (prefill_gate; λ the pool's request rate)."""
-        law = self.step_law(tokens_per_s, tokens, servers)
-        rate = tokens_per_s * servers / self.mean_tokens if self.mean_tokens > 0 else 0.0
-        return tokens_per_s * law.mean_s + self.mean_chunk_tokens * law.empty_take_prob(rate)
-
-    def operating_tokens(self, tokens_per_s: float, servers: int = 1) -> float:
-        """b: the smallest b in [n̄, B] that carries no more than itself (B when none:
-        saturated). The carried tokens over b fall with b (S(b) / b falls): one crossing."""
-        low, high = self.mean_chunk_tokens, float(self.budget_tokens)
-        if low >= high or tokens_per_s <= 0:
-            return min(low, high)
-
-        def excess(tokens: float) -> float:
-            return self.carried_tokens(tokens_per_s, tokens, servers) - tokens
-
-        if excess(high) > 0:
-            return high
-        if excess(low) <= 0:
-            return low
-        return brentq(excess, low, high, xtol=_FIXED_POINT_TOL_FRAC * high)
-
-    def own_s(self, tokens: float) -> np.ndarray:
-        """Each class's prefill: the steps carrying its chunks, each filled with the mean mix
-        up to `tokens` (the others' share b - n̄, at most what the budget leaves)."""
-        fill = np.clip(min(tokens, self.budget_tokens) - self.mean_chunk_tokens, 0.0, None)
-        fill = np.minimum(fill, self.budget_tokens - self.row_new)
-        q = fill / self.mean_tokens
-        rows = step_s(self.inst, self.row_compute_s + q * self.mean_compute_s,
-                      self.row_kv_bytes + q * self.mean_kv_bytes, self.row_new + fill,
-                      (self.row_new > 0) + q * self.mean_chunks)  # fmt: skip
-        rows = np.asarray(rows, dtype=float)
-        return np.bincount(self.row_class, weights=rows, minlength=len(self.weight))
 
 
 @dataclass(frozen=True)
@@ -282,15 +96,13 @@ def pool(mix: PrefillMix, rate: float, servers: int, cv2_arrival: float, what: s
     s_full = mix.full_step_cost_s()
     tokens_per_s = rate * mix.mean_tokens / servers
     b = mix.operating_tokens(tokens_per_s, servers)
-    own = mix.own_s(mix.mean_chunk_tokens)  # each class's steps alone
+    own = mix.alone_s  # each class's steps alone
     mean = float(mix.weight @ own)
     cv2 = float(mix.weight @ (own - mean) ** 2) / mean**2 if mean > 0 else 0.0
     base = ggc_wait(rate, s_full, servers, cv2_arrival, cv2, what=what)  # saturation here
     law = mix.step_law(tokens_per_s, b, servers)
     busy = _all_busy_prob(law, tokens_per_s, b, rate)
-    added = mix.added_s(b)
-    mean_x = float(mix.weight @ added)
-    second_x = float(mix.weight @ added**2)
+    _, mean_x, second_x = mix.point(b)  # E[x], E[x²] of `added_s(b)`
     mean_s, second_s2 = gate.added_moments(law, busy, _others_rate(mix, rate, law),
                                            mean_x, second_x)  # fmt: skip
     # a step with no room beside one chunk batches nothing: the one-at-a-time queue
@@ -336,25 +148,6 @@ def _room(mix: PrefillMix) -> float:
     return max(mix.budget_tokens - mix.mean_chunk_tokens, 0.0) / mix.mean_tokens
 
 
-_MEMO: dict = {}
-
-
-def prefill_mix(inst: Instance, classes, budget_tokens: int) -> PrefillMix:
-    """`PrefillMix.build` for `classes` (RequestClasses), memoised per (instance, classes,
-    budget) object identity: the planner asks the same pool at every rate it tries."""
-    key = (id(inst), id(classes), budget_tokens)
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0] is inst and hit[1] is classes:
-        return hit[2]
-    if len(_MEMO) >= _MEMO_LIMIT:
-        _MEMO.clear()
-    mix = PrefillMix.build(
-        inst, classes.uncached_tokens, classes.cached_tokens, classes.weight, budget_tokens
-    )
-    _MEMO[key] = (inst, classes, mix)
-    return mix
-
-
 def batching_applies(budget_per_gpu: int | None, architecture: str) -> bool:
     """Batched prefill is modelled for the prefill pools of the disaggregated architectures;
     colocated instances mix prefill chunks into decode steps (sim/aggregated.py), another
@@ -369,8 +162,10 @@ def prefill_queue(inst: Instance, classes, servers: int, rate: float, cv2_arriva
     what = f"prefill ({servers} x {inst.gpus} {inst.gpu.id})"
     if batching_applies(budget_per_gpu, architecture):
         mix = prefill_mix(inst, classes, budget_tokens(inst, budget_per_gpu))
-        p = pool(mix, rate, servers, cv2_arrival, what)
-        return p.service_s, p.wait, p.utilization_frac
+        # the search asks the same pool at the same rate from several bounds and checks
+        p = mix.remember("pool", (rate, servers, cv2_arrival, what),
+                         lambda: pool(mix, rate, servers, cv2_arrival, what))  # fmt: skip
+        return p.service_s.copy(), p.wait, p.utilization_frac
     service = np.asarray(inst.prefill_time_s(classes.uncached_tokens, classes.cached_tokens))
     service = service.astype(float)
     mean = classes.mean(service)

@@ -1,0 +1,331 @@
+"""One prefill step over several chunks, and the workload's prefill as chunk rows on one
+instance with a token budget (the mechanism: model/prefill_batch.py's docstring).
+
+The planner asks the same pool at many rates, from many equal Instance objects, and a
+rate's operating batch is a fixed point that evaluates the step law at a dozen token
+counts; so the figures are remembered, each keyed on everything it depends on:
+- the mix per (instance fields, the model object, budget, the classes' token counts and
+  weights): equal instances share it;
+- inside a mix (its fields fixed): the step figures per token count b, the step law per
+  (tokens per second, b, servers), whatever a caller keeps per its own key (the pool per
+  rate, prefill_batch.prefill_queue). Each memo is bounded (cleared when full).
+The step figures at a new b come from one vectorised step over b, b - n̄ and the mix's
+distinct chunk rows (the workload's classes differ by output length too, which prefill
+does not see), the same elementwise arithmetic as the scalar `step_s` / `own_s` it
+replaces (tests/unit/test_prefill_batch_fast.py holds them equal).
+
+Pure: numpy and scipy only, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+
+import numpy as np
+from scipy.optimize import brentq
+
+from pdd_plan.model import prefill_gate as gate
+from pdd_plan.model.kernels import achievable_bytes_per_s, maximum, where
+from pdd_plan.model.roofline import Instance
+
+# The operating batch to 1e-5 of the budget (under 6 tokens at the largest default
+# budget, 32 GPUs x 16,384; its step to the same fraction of a full step).
+_FIXED_POINT_TOL_FRAC = 1e-5
+# Mixes remembered per process: a solve meets a few instance shapes per role (4 on the
+# default scenario's PDD solve); a sweep starts afresh once past this.
+_MIX_MEMO_LIMIT = 32
+# Entries of each memo inside a mix (step figures, step laws, pools): a solve asks a few
+# thousand token counts of one mix at most (about 1,000 on pdd-paper's PDD solve). At
+# most 32 mixes x 3 x 2,048 small entries (under 1 kB each): < 200 MB worst case, a few MB
+# in practice.
+_ENTRY_MEMO_LIMIT = 2048
+
+
+# ---- one step over several chunks ----------------------------------------------------------
+def chunk_parts(inst: Instance, new_tokens, cached_tokens) -> tuple[np.ndarray, np.ndarray]:
+    """(compute seconds, KV bytes moved) each chunk adds to a step: its linear FLOPs and its
+    attention over `cached` + `new` tokens; its cached KV read plus its new KV written."""
+    new = np.rint(np.asarray(new_tokens, dtype=float))
+    cached = np.rint(np.asarray(cached_tokens, dtype=float))
+    # the roofline's own per-chunk terms (batch 0: no decode tokens in a prefill step)
+    _, compute_s = inst._compute(0.0, 0.0, new, cached, 1.0)
+    _, kv_bytes = inst._kv_moved_bytes(0.0, 0.0, new, cached, 1.0)
+    return np.asarray(compute_s, dtype=float), np.asarray(kv_bytes, dtype=float)
+
+
+def token_terms(inst: Instance, tokens):
+    """(weight bytes read, communication seconds) of a step of `tokens` tokens: the parts
+    set by the step's total tokens alone (weights per GPU in "ep", all GPUs in "tp")."""
+    if inst._ep():
+        return inst.ep_weight_read_bytes_per_gpu(tokens), inst._comm_s(tokens)
+    return inst.weight_read_bytes(tokens), inst._comm_s(tokens)
+
+
+def step_s(inst: Instance, compute_s, kv_bytes, tokens, prompts, terms=None):
+    """One prefill step from its chunks' summed parts: `compute_s` and `kv_bytes` summed over
+    the chunks, `tokens` their new tokens, `prompts` how many chunks (may be fractional: a
+    mean mix); `terms`: `token_terms(inst, tokens)` when the caller has them. The weights
+    the step's tokens touch are read once; 0 for no tokens."""
+    weight_bytes, comm_s = token_terms(inst, tokens) if terms is None else terms
+    bandwidth = achievable_bytes_per_s(inst.gpu)
+    if inst._ep():
+        memory_s = (weight_bytes + kv_bytes / inst.gpus) / bandwidth
+    else:
+        memory_s = (weight_bytes + kv_bytes) / (inst.gpus * bandwidth)
+    parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
+    parts.update(step_overhead_s=inst.step_overhead_s, layer_s=inst.layer_latency_s())
+    per_prompt = where(prompts > 0, tokens / np.maximum(prompts, 1e-300), 0.0)
+    counts = {"decode_requests": 0.0, "prompts": prompts, "new_tokens": per_prompt}
+    counts["groups"] = inst.gpus if inst._ep() else 1
+    compute, memory, comm, overhead = inst.engine_profile.adjust(parts, counts)
+    return where(tokens > 0, maximum(compute, memory) + comm + overhead, 0.0)
+
+
+def batch_step_s(inst: Instance, new_tokens, cached_tokens) -> float:
+    """Time of one prefill step over the chunks (new_tokens[i] after cached_tokens[i])."""
+    new = np.atleast_1d(np.rint(np.asarray(new_tokens, dtype=float)))
+    compute_s, kv_bytes = chunk_parts(inst, new, cached_tokens)
+    prompts = float(np.count_nonzero(new > 0))
+    return float(step_s(inst, float(compute_s.sum()), float(kv_bytes.sum()), new.sum(), prompts))
+
+
+# ---- the workload as chunk rows --------------------------------------------------------------
+def chunk_rows(uncached, cached, budget: int | None):
+    """(class of each row, new tokens, cached tokens): class i as ceil(n_i / budget) chunks
+    of at most `budget` tokens (one row with no budget, or no uncached tokens)."""
+    n = np.rint(np.asarray(uncached, dtype=float))
+    c = np.rint(np.asarray(cached, dtype=float))
+    if budget is None:
+        return np.arange(len(n)), n, c
+    chunks = np.maximum(np.ceil(n / budget), 1).astype(np.int64)
+    row_class = np.repeat(np.arange(len(n)), chunks)
+    first = np.cumsum(chunks) - chunks
+    index = np.arange(len(row_class)) - np.repeat(first, chunks)  # chunk number in its class
+    done = index * float(budget)
+    return row_class, np.minimum(n[row_class] - done, budget), c[row_class] + done
+
+
+def remember(store: dict, key, compute: Callable):
+    """`store[key]`, from `compute()` on a miss; the store starts afresh when full."""
+    hit = store.get(key)
+    if hit is None:
+        if len(store) >= _ENTRY_MEMO_LIMIT:
+            store.clear()
+        hit = store[key] = compute()
+    return hit
+
+
+@dataclass(frozen=True)
+class PrefillMix:
+    """The workload's prefill on one instance with a token budget: chunk rows and the mean
+    request's summed per-chunk parts."""
+
+    inst: Instance
+    budget_tokens: int
+    weight: np.ndarray  # class weights (sum 1)
+    row_class: np.ndarray
+    row_new: np.ndarray
+    row_compute_s: np.ndarray
+    row_kv_bytes: np.ndarray
+    mean_tokens: float  # N̄: uncached tokens per request
+    mean_chunks: float  # chunks (with tokens) per request
+    mean_compute_s: float  # summed over a mean request's chunks
+    mean_kv_bytes: float
+    distinct_rows: np.ndarray  # one row of each distinct chunk
+    row_distinct: np.ndarray  # each row's index into distinct_rows
+    # per kind ("point", "law", a caller's): key -> figure (module docstring)
+    memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @classmethod
+    def build(cls, inst: Instance, uncached, cached, weight, budget_tokens: int) -> PrefillMix:
+        w = np.asarray(weight, dtype=float)
+        w = w / w.sum()
+        row_class, new, cached_rows = chunk_rows(uncached, cached, budget_tokens)
+        compute_s, kv_bytes = chunk_parts(inst, new, cached_rows)
+        rw = w[row_class]
+        columns = np.stack([new, compute_s, kv_bytes], axis=1)
+        _, first, inverse = np.unique(columns, axis=0, return_index=True, return_inverse=True)
+        return cls(inst, int(budget_tokens), w, row_class, new, compute_s, kv_bytes,
+                   float(rw @ new), float(rw @ (new > 0)), float(rw @ compute_s),
+                   float(rw @ kv_bytes), first, inverse.reshape(-1))  # fmt: skip
+
+    def remember(self, kind: str, key, compute: Callable):
+        """`compute()` once per (`kind`, `key`) for this mix (bounded)."""
+        return remember(self.memo.setdefault(kind, {}), key, compute)
+
+    @property
+    def mean_chunk_tokens(self) -> float:
+        """n̄: the mean chunk, what a step holds at the least."""
+        return self.mean_tokens / self.mean_chunks if self.mean_chunks > 0 else 0.0
+
+    def step_s(self, tokens: float) -> float:
+        """S(b): a step of `tokens` tokens of the mean mix (b / N̄ requests' worth)."""
+        b = float(tokens)
+        q = b / self.mean_tokens if self.mean_tokens > 0 else 0.0
+        return float(step_s(self.inst, q * self.mean_compute_s, q * self.mean_kv_bytes, b,
+                            q * self.mean_chunks))  # fmt: skip
+
+    def full_step_cost_s(self) -> float:
+        """s_full: a mean request's share of a full step, S(B) N̄ / B."""
+        return self._chord[1] * self.mean_tokens / self.budget_tokens
+
+    def capacity_rps(self) -> float:
+        """Requests per second one instance prefills in full steps."""
+        cost = self.full_step_cost_s()
+        return math.inf if cost <= 0 else 1.0 / cost
+
+    def added_s(self, tokens: float) -> np.ndarray:
+        """x per class: what one more request adds to a step of `tokens` tokens, its own
+        time in the step less the step without it (the first request of a step pays the
+        weights and overheads)."""
+        n = self.mean_chunk_tokens
+        beside = self.step_s(tokens - n) if tokens > n else 0.0
+        return np.maximum(self.own_s(tokens) - beside, 0.0)
+
+    def point(self, tokens: float) -> tuple[float, float, float]:
+        """(S(b), E[x], E[x²]) at b = `tokens`: `step_s(b)` and the class-weighted moments
+        of `added_s(b)`, remembered per b."""
+        b = float(tokens)
+        return self.remember("point", b, lambda: self._point(b))
+
+    def _point(self, b: float) -> tuple[float, float, float]:
+        """`point` from one vectorised step over b, b - n̄ and the distinct rows, each
+        element the arithmetic of `step_s` (b, b - n̄) or `own_s` (the rows)."""
+        n = self.mean_chunk_tokens
+        beside = b - n if b > n else 0.0
+        q = [t / self.mean_tokens if self.mean_tokens > 0 else 0.0 for t in (b, beside)]
+        fill, new, chunk_compute_s, chunk_kv_bytes, chunks = self._rows_filled(b)
+        rows = np.asarray(step_s(
+            self.inst,
+            np.concatenate(([v * self.mean_compute_s for v in q], chunk_compute_s)),
+            np.concatenate(([v * self.mean_kv_bytes for v in q], chunk_kv_bytes)),
+            np.concatenate(([b, beside], new + fill)),
+            np.concatenate(([v * self.mean_chunks for v in q], chunks)),
+        ), dtype=float)  # fmt: skip
+        beside_s = float(rows[1]) if b > n else 0.0
+        own = np.bincount(self.row_class, weights=rows[2:][self.row_distinct],
+                          minlength=len(self.weight))  # fmt: skip
+        added = np.maximum(own - beside_s, 0.0)
+        return float(rows[0]), float(self.weight @ added), float(self.weight @ added**2)
+
+    def _rows_filled(self, tokens: float):
+        """(fill, new, compute_s, kv_bytes, chunks) of each distinct row's step filled with
+        the mean mix up to `tokens` (`own_s`), all but the fill before the fill's share."""
+        pick = self.distinct_rows
+        new = self.row_new[pick]
+        fill = np.clip(min(tokens, self.budget_tokens) - self.mean_chunk_tokens, 0.0, None)
+        fill = np.minimum(fill, self.budget_tokens - new)
+        q = fill / self.mean_tokens
+        return (fill, new, self.row_compute_s[pick] + q * self.mean_compute_s,
+                self.row_kv_bytes[pick] + q * self.mean_kv_bytes,
+                (new > 0) + q * self.mean_chunks)  # fmt: skip
+
+    @cached_property
+    def _chord(self) -> tuple[float, float, float]:
+        """(S(n̄), S(B), dS/db): one chunk, a full step, the chord between them."""
+        lone, full = self.step_s(self.mean_chunk_tokens), self.step_s(self.budget_tokens)
+        span = self.budget_tokens - self.mean_chunk_tokens
+        return lone, full, (full - lone) / span if span > 0 else 0.0
+
+    def step_law(self, tokens_per_s: float, tokens: float, servers: int) -> gate.StepLaw:
+        """The steps of the pool at b = `tokens` (prefill_gate.StepLaw): mean S(b), their
+        composition variance (b / N̄) E[x²] (a Poisson number of requests, each adding x)
+        and the per-instance feedback ρ = Λ dS/db, dS/db the chord from one chunk to a
+        full step. Remembered per (Λ, b, c), with the variance it solves for."""
+        key = (float(tokens_per_s), float(tokens), servers)
+        return self.remember("law", key, lambda: self._step_law(*key))
+
+    def _step_law(self, tokens_per_s: float, tokens: float, servers: int) -> gate.StepLaw:
+        lone, full, slope = self._chord
+        step, mean_x, second_x = self.point(tokens)
+        # the arrivals in the gap (a Poisson number: (Λ S(b) / N̄) E[x²]) and the chunk
+        # that restarts an idle instance (one request's worth: (b - Λ S(b)) / N̄ Var(x))
+        arrived = min(tokens_per_s * step, tokens)
+        composition = (arrived * second_x + (tokens - arrived) * (second_x - mean_x**2)) / (
+            self.mean_tokens if self.mean_tokens > 0 else math.inf
+        )
+        rate = tokens_per_s * servers / self.mean_tokens if self.mean_tokens > 0 else 0.0
+        restart = slope * self.mean_chunk_tokens
+        return gate.StepLaw(step, composition, tokens_per_s * slope, lone, full, servers,
+                            rate, restart)  # fmt: skip
+
+    def carried_tokens(self, tokens_per_s: float, tokens: float, servers: int = 1) -> float:
+        """Tokens an instance's next step carries after steps of b = `tokens`: what arrived
+        during the gap before its take, Λ S(b) per step, and one chunk when the take found
+        nothing and the instance idled until the next arrival: + n̄ P0, P0 = E[e^(-λG)]
+        over the gap law (prefill_gate; λ the pool's request rate)."""
+        law = self.step_law(tokens_per_s, tokens, servers)
+        rate = tokens_per_s * servers / self.mean_tokens if self.mean_tokens > 0 else 0.0
+        return tokens_per_s * law.mean_s + self.mean_chunk_tokens * law.empty_take_prob(rate)
+
+    def operating_tokens(self, tokens_per_s: float, servers: int = 1) -> float:
+        """b: the smallest b in [n̄, B] that carries no more than itself (B when none:
+        saturated). The carried tokens over b fall with b (S(b) / b falls): one crossing."""
+        low, high = self.mean_chunk_tokens, float(self.budget_tokens)
+        if low >= high or tokens_per_s <= 0:
+            return min(low, high)
+
+        def excess(tokens: float) -> float:
+            return self.carried_tokens(tokens_per_s, tokens, servers) - tokens
+
+        if excess(high) > 0:
+            return high
+        if excess(low) <= 0:
+            return low
+        return brentq(excess, low, high, xtol=_FIXED_POINT_TOL_FRAC * high)
+
+    def own_s(self, tokens: float) -> np.ndarray:
+        """Each class's prefill: the steps carrying its chunks, each filled with the mean mix
+        up to `tokens` (the others' share b - n̄, at most what the budget leaves)."""
+        fill = np.clip(min(tokens, self.budget_tokens) - self.mean_chunk_tokens, 0.0, None)
+        fill = np.minimum(fill, self.budget_tokens - self.row_new)
+        q = fill / self.mean_tokens
+        rows = step_s(self.inst, self.row_compute_s + q * self.mean_compute_s,
+                      self.row_kv_bytes + q * self.mean_kv_bytes, self.row_new + fill,
+                      (self.row_new > 0) + q * self.mean_chunks)  # fmt: skip
+        rows = np.asarray(rows, dtype=float)
+        return np.bincount(self.row_class, weights=rows, minlength=len(self.weight))
+
+    @cached_property
+    def alone_s(self) -> np.ndarray:
+        """Each class's steps alone (`own_s` at one chunk per step), read-only."""
+        own = self.own_s(self.mean_chunk_tokens)
+        own.setflags(write=False)
+        return own
+
+
+_MIXES: dict = {}
+
+
+def _mix_key(inst: Instance, classes, budget_tokens: int) -> tuple:
+    """Everything `PrefillMix.build` reads: the instance's fields (its model by identity:
+    a model is one catalogue object, and its memo lives on it, as the roofline's does),
+    the budget and the classes' token counts and weights."""
+    shape = tuple(id(v) if f.name == "model" else v for f in fields(inst)
+                  for v in (getattr(inst, f.name),))  # fmt: skip
+    counts = (classes.uncached_tokens, classes.cached_tokens, classes.weight)
+    return (
+        shape
+        + (int(budget_tokens),)
+        + tuple(np.ascontiguousarray(a, dtype=float).tobytes() for a in counts)
+    )
+
+
+def prefill_mix(inst: Instance, classes, budget_tokens: int) -> PrefillMix:
+    """`PrefillMix.build` for `classes` (RequestClasses), remembered per value (module
+    docstring): the planner asks the same pool at every rate it tries, from many equal
+    Instance objects."""
+    key = _mix_key(inst, classes, budget_tokens)
+    hit = _MIXES.get(key)
+    if hit is not None and hit.inst.model is inst.model:
+        return hit
+    if len(_MIXES) >= _MIX_MEMO_LIMIT:
+        _MIXES.clear()
+    mix = PrefillMix.build(
+        inst, classes.uncached_tokens, classes.cached_tokens, classes.weight, budget_tokens
+    )
+    _MIXES[key] = mix
+    return mix
