@@ -18,6 +18,7 @@ import typer
 
 from pdd_plan import __version__
 from pdd_plan.cli import catalog_dir
+from pdd_plan.cli.fast_params import install
 from pdd_plan.cli.lazy import Lazy, lazy_group
 from pdd_plan.errors import PddPlanError, visible
 
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
             catalog_dir.apply_catalog_dir(overlay)
     except PddPlanError as exc:
         _fail(str(exc).split("\n"), exc.exit_code)
-    command = typer.main.get_command(app)
+    command = install(typer.main.get_command(app))  # values without pydantic
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         _run(command, args, debug)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from pdd_plan.cli.fast_params import install
+
 
 @dataclass(frozen=True)
 class Lazy:
@@ -38,7 +40,7 @@ def build(name: str, spec: Lazy):
         holder.add_typer(target, name=name)
     else:
         holder.command(name)(target)
-    return typer.main.get_group(holder).commands[name]
+    return install(typer.main.get_group(holder).commands[name])  # values without pydantic
 
 
 class _Commands(MutableMapping):

@@ -1,0 +1,75 @@
+"""What each command's process imports (#15 Build 2): `--help`, `version` and `catalog list`
+load neither scipy, PuLP, the optimiser, the simulator nor pydantic; `evaluate` loads the
+models and scipy it computes with, but not PuLP, the MILP or pydantic.
+
+The expectations are the issue's (the listing and help start without the optimiser or
+scipy) and the CLI's own argument types (plain strings, numbers and `--format`, which need
+no pydantic: cli/fast_params.py), checked on `sys.modules` of a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, sys
+from pdd_plan.cli.app import main
+for args in json.loads(sys.argv[1]):  # one command line, or several in turn
+    try:
+        main(args)
+    except SystemExit as exc:
+        assert exc.code in (0, None), exc.code
+print("LOADED=" + json.dumps(sorted(sys.modules)))
+"""
+OPTIMISER = ("pulp", "pdd_plan.plan.solve", "pdd_plan.plan.formulate", "pdd_plan.plan.search")
+NEVER_FOR_A_LISTING = ("scipy", "pydantic", "pdd_plan.sim", *OPTIMISER)
+
+# the default scenario's architecture without relay decode: one prefill instance of 24 H100s
+# and one main-decode instance of 16 H20s (its HBM holds the weights and a batch of the
+# default's 38,709-token contexts; 8 do not) over one 10 Gbit/s line
+PLAN = {
+    "plan": {
+        "architecture": "cdc_pd",
+        "instances": [
+            {"role": "prefill", "datacenter": "dc_a", "gpu": "h100_sxm",
+             "gpus_per_instance": 24, "count": 1},
+            {"role": "main_decode", "datacenter": "dc_b", "gpu": "h20_96g",
+             "gpus_per_instance": 16, "count": 1},
+        ],
+        "lines": [{"tier": "wave_10g", "capacity_gbit_per_s": 10.0, "count": 1}],
+    }
+}  # fmt: skip
+
+
+def _loaded(*args: list[str]) -> list[str]:
+    """The modules loaded after running each command line of `args` in one process."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"},
+    )
+    lines = [x for x in done.stdout.splitlines() if x.startswith("LOADED=")]
+    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(lines[-1][len("LOADED=") :])
+
+
+def _heavy(loaded: list[str], families) -> list[str]:
+    return [m for m in loaded if any(m == f or m.startswith(f + ".") for f in families)]
+
+
+def test_help_version_and_the_catalog_listing_load_no_scipy_optimiser_or_pydantic():
+    every = (["--help"], ["version"], ["catalog", "list"], ["catalog", "list", "--format",
+             "json"], ["evaluate", "--help"], ["solve", "--help"])  # fmt: skip
+    assert _heavy(_loaded(*every), NEVER_FOR_A_LISTING) == []
+
+
+def test_evaluate_loads_the_models_but_not_the_optimiser_or_pydantic(tmp_path):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(json.dumps(PLAN))  # JSON is YAML
+    loaded = _loaded(["evaluate", "default", str(plan), "--format", "json"])
+    assert "pdd_plan.model.evaluate" in loaded  # it did evaluate
+    assert _heavy(loaded, (*OPTIMISER, "pydantic", "pdd_plan.sim")) == []
