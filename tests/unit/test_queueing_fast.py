@@ -13,7 +13,7 @@ from scipy.optimize import brentq
 from scipy.special import ndtr
 
 from pdd_plan.model import latency_mixture as lm
-from pdd_plan.model import tpot
+from pdd_plan.model import tpot, tpot_rows
 from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s, mixture_cdf
 from pdd_plan.model.queueing import WaitModel
 
@@ -178,3 +178,24 @@ def test_tpot_quantiles_equal_the_reference_search(seed):
     for cdf, ref in ((rows.tpot_cdf, _reference_tpot_cdf), (rows.gap_cdf, _reference_gap_cdf)):
         expected = _reference_cdf_quantiles(lambda t, ref=ref: ref(rows, t), qs, low, high)
         assert rows.quantiles(cdf, qs) == expected
+
+
+# ---------------------------------------------------------------------------- TPOT rows
+
+
+def test_merged_rows_are_rounded_row_by_row_bit_for_bit():
+    """Each column rounded once per distinct value equals every row rounded on its own,
+    to the bit (a zero keeps its sign, as formatting row by row kept it)."""
+    rng = np.random.default_rng(7)
+    base = rng.random((30, 6)) * 10.0 ** rng.integers(-6, 3, (30, 6))
+    base[rng.random(base.shape) < 0.15] = 0.0
+    base[rng.random(base.shape) < 0.05] = -0.0
+    values = base[rng.integers(0, 30, 500)]
+    values = values + (rng.random(values.shape) < 0.1) * 1e-13 * values
+    weights = rng.uniform(0.1, 1.0, 500)
+    keys = np.array([[float(f"{v:.9g}") for v in row] for row in values])
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    want = np.bincount(inverse.ravel(), weights=weights, minlength=len(unique))
+    got_w, got_rows = tpot_rows._merge_equal_rows(weights, values)
+    assert got_rows.tobytes() == unique.tobytes()
+    assert got_w.tobytes() == want.tobytes()
