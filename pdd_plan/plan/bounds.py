@@ -68,16 +68,50 @@ def _smallest(ok, start: int) -> int | None:
     return high
 
 
-def _sup_rate(ok, high: float) -> float:
+class SupRate:
     """An upper bound (within 1e-9 of it) of the rates in (0, high) where ok holds, for ok
-    monotone (true at low rates); 0 when it fails at the least rate tried."""
-    if not ok(high * 1e-9):
-        return 0.0
-    low = high * 1e-9
-    while high - low > 1e-9 * high:
-        mid = (low + high) / 2
-        low, high = (mid, high) if ok(mid) else (low, mid)
-    return high
+    monotone (true at low rates); 0 when it fails at the least rate tried: a bisection,
+    run only as far as each question needs (the walk asks whether a ceiling is above a
+    rate far more often than what it is, issue #15). The bisection's
+    steps are fixed by ok's answers, so stopping early and going on later gives the same
+    value; while ok(low) and not ok(high), the value lies in (low, high], so a rate at or
+    above `high`, or at or below `low`, is settled without another step."""
+
+    def __init__(self, ok, high: float):
+        self.ok, self.low, self.high = ok, None, high
+
+    def _converged(self) -> bool:
+        return self.low is not None and not self.high - self.low > 1e-9 * self.high
+
+    def _step(self) -> None:
+        if self.low is None:  # the first question: ok at the least rate tried
+            least = self.high * 1e-9
+            if self.ok(least):
+                self.low = least
+            else:
+                self.low = self.high = 0.0
+            return
+        mid = (self.low + self.high) / 2
+        if self.ok(mid):
+            self.low = mid
+        else:
+            self.high = mid
+
+    def value(self) -> float:
+        while not self._converged():
+            self._step()
+        return self.high
+
+    def at_most(self, rate: float, strict: bool = False) -> bool:
+        """value() <= rate (with `strict`: value() < rate), in as few steps as settle it."""
+        while True:
+            if self.high < rate or (not strict and self.high == rate):
+                return True  # the value is at most `high`
+            if self._converged():
+                return False  # the value is `high`, above the rate
+            if self.low is not None and rate <= self.low:
+                return False  # the value is above `low`
+            self._step()
 
 
 def throughput_bound(inst: Instance, context: float, step_limit_s: float | None) -> float:
@@ -114,6 +148,12 @@ class RoleBound:
 
     def max_rate(self, n: int) -> float:
         return math.inf
+
+    def max_rate_at_most(self, n: int, rate: float, strict: bool = False) -> bool:
+        """max_rate(n) <= rate (`strict`: < rate), without its full bisection where the
+        bound bisects (PrefillBound)."""
+        most = self.max_rate(n)
+        return most < rate or (not strict and most == rate)
 
 
 class DecodeBound(RoleBound):
@@ -160,7 +200,7 @@ class PrefillBound(RoleBound):
         self.cv2 = c.mean((service - self.mean) ** 2) / self.mean**2 if self.mean > 0 else 0.0
         self.cv2_a = scenario.workload.burstiness_cv2
         self.limits = scenario.sla.ttft_s
-        self._rates: dict[int, float] = {}
+        self._rates: dict[int, SupRate] = {}  # n -> max_rate(n)'s bisection, as far as asked
 
     def _within(self, waits) -> bool:
         got = grouped_quantiles_s(
@@ -188,14 +228,23 @@ class PrefillBound(RoleBound):
             return None
         return _smallest(lambda n: self.ok(n, rate), int(math.floor(rate * self.mean)) + 1)
 
-    def max_rate(self, n: int) -> float:
+    def _top_rate(self, n: int) -> float:
+        """Where max_rate(n)'s bisection starts: the rate at which the queue saturates."""
+        return n / self.mean if self.mean > 0 else 1e9
+
+    def _sup(self, n: int) -> SupRate:
         if n not in self._rates:
             if not self._within(()):
-                self._rates[n] = 0.0
+                self._rates[n] = SupRate(lambda r: False, 0.0)  # max_rate 0, no step taken
             else:
-                high = n / self.mean if self.mean > 0 else 1e9
-                self._rates[n] = _sup_rate(lambda r: self.ok(n, r), high)
+                self._rates[n] = SupRate(lambda r: self.ok(n, r), self._top_rate(n))
         return self._rates[n]
+
+    def max_rate(self, n: int) -> float:
+        return self._sup(n).value()
+
+    def max_rate_at_most(self, n: int, rate: float, strict: bool = False) -> bool:
+        return self._sup(n).at_most(rate, strict)
 
 
 class BatchedPrefillBound(PrefillBound):
@@ -231,14 +280,8 @@ class BatchedPrefillBound(PrefillBound):
             return None  # the prefill time alone misses the TTFT limit
         return _smallest(lambda n: self.ok(n, rate), int(math.floor(rate / self.capacity_rps)) + 1)
 
-    def max_rate(self, n: int) -> float:
-        if n not in self._rates:
-            if not self._within(()):
-                self._rates[n] = 0.0
-            else:
-                high = n * self.capacity_rps if math.isfinite(self.capacity_rps) else 1e9
-                self._rates[n] = _sup_rate(lambda r: self.ok(n, r), high)
-        return self._rates[n]
+    def _top_rate(self, n: int) -> float:
+        return n * self.capacity_rps if math.isfinite(self.capacity_rps) else 1e9
 
 
 def _tpot_limit(scenario: Scenario) -> float | None:

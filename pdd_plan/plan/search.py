@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pdd_plan.model.deployment import Deployment, InstanceGroup
 from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, meets_sla, prepare
 from pdd_plan.model.workload import request_classes
+from pdd_plan.plan.bounds import PrefillBound
 from pdd_plan.plan.ceilings import line_within_cap
 from pdd_plan.plan.space import MAX_COUNT, LineOption, Space, Spaces
 
@@ -203,23 +204,26 @@ class Search:
         e = self._cache.get((d.policy, d.instances, d.line_capacity_bits_per_s), _Entry())
         return e.passes, e.missed.get(dist, math.inf)
 
-    def _goodput(self, d: Deployment, low: float, ceiling: float) -> float:
+    def _goodput(self, d: Deployment, low: float, ceiling: Ceiling) -> float:
         """The largest rate up to the goal's cap that `d` carries (it carries `low`; it
         cannot carry `ceiling`)."""
         high = self.goal.cap_rps
-        if ceiling < high:
-            high = ceiling  # known to fail: bisect below it
-        elif low >= high or self.meets(d, high):
+        below_cap = ceiling.at_most(high, strict=True)
+        if not below_cap and (low >= high or self.meets(d, high)):
             return max(low, high)
         known = self._cache[d.policy, d.instances, d.line_capacity_bits_per_s]
+        if below_cap:  # known to fail at the ceiling: bisect below it (or below a miss)
+            below_miss = ceiling.at_most(known.fails, strict=True)
+            high = ceiling.value() if below_miss else known.fails
         low, high = max(low, known.passes), min(high, known.fails)
         while high - low > GOODPUT_REL_TOL * high:
             mid = (low + high) / 2
             low, high = (mid, high) if self.meets(d, mid) else (low, mid)
         return low
 
-    def consider(self, d: Deployment, cost: float, ceiling: float = math.inf) -> None:
+    def consider(self, d: Deployment, cost: float, ceiling: Ceiling | None = None) -> None:
         """Check `d` against the best so far; keep it if it beats it."""
+        ceiling = Ceiling(math.inf, []) if ceiling is None else ceiling
         g = self.goal
         if cost >= g.limit():
             return
@@ -324,13 +328,11 @@ class Search:
         )
         return gpus + sp.lines[where[-1]].cost_usd_per_hour + sp.fixed_usd_per_hour
 
-    def _ceiling(self, sp: Space, picks, counts, line: LineOption) -> float:
+    def _ceiling(self, sp: Space, picks, counts, line: LineOption) -> Ceiling:
         """The most any plan of these counts and line could carry (bounds.py): above it a
         queue saturates or a limit is missed whatever the model's other terms are."""
-        most = line.max_rate_rps
-        for ch, n in zip(picks, counts, strict=True):
-            most = min(most, *(b.max_rate(n) for b in sp.bounds[ch]))
-        return most
+        terms = [(b, n) for ch, n in zip(picks, counts, strict=True) for b in sp.bounds[ch]]
+        return Ceiling(line.max_rate_rps, terms)
 
     def _top_line(self, sp: Space, spare: float) -> int:
         """The line option with the most capacity within `spare` of the cheapest line."""
@@ -358,7 +360,7 @@ class Search:
             return True
         counts = self.plans.within_availability(picks, counts)
         top = self._top_line(sp, spare)
-        if self._ceiling(sp, picks, counts, sp.lines[top]) <= rate:
+        if self._ceiling(sp, picks, counts, sp.lines[top]).at_most(rate):
             return False
         return not check or self.meets(self.deployment(sp, picks, counts, sp.lines[top]), rate)
 
@@ -401,11 +403,11 @@ class Search:
         rate = self.goal.threshold(cost)
         spare = self.goal.limit() - cost + lines[line_at].cost_usd_per_hour
         top = self._top_line(sp, spare - lines[0].cost_usd_per_hour)
-        if self._ceiling(sp, picks, counts, lines[top]) <= rate:
+        if self._ceiling(sp, picks, counts, lines[top]).at_most(rate):
             self._dead_rows.add(row)  # no line it can afford lifts the ceiling enough
             return
         ceiling = self._ceiling(sp, picks, counts, lines[line_at])
-        if ceiling <= rate:
+        if ceiling.at_most(rate):
             return
         # monotonicity, once a group or a row has needed an evaluation: if its corner
         # misses, so does every plan of it (checked again when the threshold has risen by
@@ -440,6 +442,27 @@ class Search:
             + sp.lines[0].cost_usd_per_hour
             + sp.fixed_usd_per_hour
         )
+
+
+@dataclass
+class Ceiling:
+    """The least of a line's saturation rate and bounds' max_rate(n) (`terms`: (bound, n)),
+    compared with a rate without finishing a bound's bisection where the comparison is
+    settled before (bounds.SupRate): the least is at most a rate iff one of them is."""
+
+    line_rps: float
+    terms: list
+
+    def at_most(self, rate: float, strict: bool = False) -> bool:
+        """value() <= rate (`strict`: value() < rate)."""
+        if self.line_rps < rate or (not strict and self.line_rps == rate):
+            return True
+        # the bounds that do not bisect first: they settle it at no cost when they can
+        terms = sorted(self.terms, key=lambda t: isinstance(t[0], PrefillBound))
+        return any(b.max_rate_at_most(n, rate, strict) for b, n in terms)
+
+    def value(self) -> float:
+        return min([self.line_rps, *(b.max_rate(n) for b, n in self.terms)])
 
 
 def _stop_reason(steps: int, evaluations: int, budget: int, deadline: float) -> str:

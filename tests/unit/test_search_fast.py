@@ -1,0 +1,110 @@
+"""The walk's lazy ceilings (issue #15): bounds.SupRate answers "is the bound's max_rate at
+most this rate?" with only the bisection steps the question needs, and search.Ceiling the
+same for the least of several bounds; both must agree with the full bisection (the value
+the walk used before) on every question, in any order, and go on to the same value."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from pdd_plan.plan.bounds import PrefillBound, RoleBound, SupRate
+from pdd_plan.plan.search import Ceiling
+
+
+def full_bisection(ok, high: float) -> float:
+    """The reference: the bisection written out in full (bounds.py's before issue #15)."""
+    if not ok(high * 1e-9):
+        return 0.0
+    low = high * 1e-9
+    while high - low > 1e-9 * high:
+        mid = (low + high) / 2
+        low, high = (mid, high) if ok(mid) else (low, mid)
+    return high
+
+
+class Counted:
+    """ok(r) = r < edge, monotone like a bound's test; counts its calls."""
+
+    def __init__(self, edge: float):
+        self.edge, self.calls = edge, 0
+
+    def __call__(self, rate: float) -> bool:
+        self.calls += 1
+        return rate < self.edge
+
+
+def test_every_question_agrees_with_the_full_bisection_in_any_order():
+    rng = random.Random(15)
+    for _ in range(200):
+        high = rng.choice([1.0, 37.5, 1e3, 1e9])
+        edge = high * rng.choice([rng.random(), 1e-10, 1.0, 2.0])
+        want = full_bisection(Counted(edge), high)
+        lazy = SupRate(Counted(edge), high)
+        for _ in range(20):
+            rate = rng.choice([want, want * (1 + 1e-12), edge, rng.uniform(0, 2 * high)])
+            strict = rng.random() < 0.5
+            expect = want < rate if strict else want <= rate
+            assert lazy.at_most(rate, strict) is expect, (high, edge, rate, strict)
+        assert lazy.value() == want  # stopping early, then going on: the same value
+
+
+def test_a_rate_far_from_the_edge_takes_a_few_steps_not_the_full_bisection():
+    # edge 40 % of the way up: the full bisection takes ~31 ok calls (1e-9 relative)
+    full = Counted(400.0)
+    full_bisection(full, 1000.0)
+    assert full.calls >= 30
+    ok = Counted(400.0)
+    lazy = SupRate(ok, 1000.0)
+    assert lazy.at_most(1000.0) and ok.calls == 0  # at the start's top: no step at all
+    # ok at 1e-6, not at ~500, ok at ~250: 100 is below a rate that passed
+    assert not lazy.at_most(100.0) and ok.calls == 3
+    assert lazy.at_most(600.0) and ok.calls == 3  # ~500 failed: settled without a step
+
+
+class Fixed(RoleBound):
+    def __init__(self, most: float):
+        self.most = most
+
+    def max_rate(self, n: int) -> float:
+        return n * self.most
+
+
+class Bisecting(PrefillBound):
+    """A PrefillBound whose max_rate is SupRate over ok(n, r) = r < n x edge (no model)."""
+
+    def __init__(self, edge: float, top: float):
+        self.edge, self.top, self._rates, self.calls = edge, top, {}, 0
+
+    def _within(self, waits) -> bool:
+        return True
+
+    def _top_rate(self, n: int) -> float:
+        return n * self.top
+
+    def ok(self, n: int, rate: float) -> bool:
+        self.calls += 1
+        return rate < n * self.edge
+
+
+def test_a_ceiling_agrees_with_the_least_of_its_terms():
+    rng = random.Random(7)
+    for _ in range(100):
+        line = rng.choice([math.inf, rng.uniform(1, 100)])
+        terms = [(Fixed(rng.uniform(0.5, 20)), rng.randint(1, 5)) for _ in range(2)]
+        terms += [(Bisecting(rng.uniform(1, 30), 40.0), rng.randint(1, 5)) for _ in range(2)]
+        want = min([line, *(b.max_rate(n) for b, n in terms)])  # full bisections
+        fresh = [(Bisecting(b.edge, b.top), n) if isinstance(b, Bisecting) else (b, n)
+                 for b, n in terms]  # fmt: skip
+        ceiling = Ceiling(line, fresh)
+        for rate in (want, want * 0.999, want * 1.001, rng.uniform(0, 200)):
+            assert ceiling.at_most(rate) is (want <= rate)
+            assert ceiling.at_most(rate, strict=True) is (want < rate)
+        assert ceiling.value() == want
+
+
+def test_a_ceiling_settled_by_a_cheap_term_asks_no_bisection():
+    slow = Bisecting(10.0, 40.0)
+    assert Ceiling(math.inf, [(slow, 2), (Fixed(5.0), 1)]).at_most(6.0)  # 5 <= 6
+    assert slow.calls == 0
+    assert Ceiling(3.0, [(slow, 2)]).at_most(3.0) and slow.calls == 0  # the line settles it
