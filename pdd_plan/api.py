@@ -40,6 +40,7 @@ from pdd_plan.report_data import (  # noqa: F401  (re-exported: the API's names)
     sizing_report,
     sizing_report_data,
 )
+from pdd_plan.solve_memo import memoised
 
 # `progress(stage, done, total)`: how far each long call is (the CLI draws a bar a stage)
 Progress = Callable[[str, int, int], None]
@@ -221,6 +222,7 @@ class ArchSolve:
         return result, files
 
 
+@memoised  # a report task asking twice for one variant solves it once (solve_memo.py)
 def solve_loaded(
     s: Scenario,
     architecture: str = "pdd",

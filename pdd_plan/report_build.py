@@ -11,7 +11,8 @@ other architectures, the plans of the price cases, the optimum with one instance
 fewer in one role or one line more): the cost against TTFT P99 plot.
 
 The extra solves and the evaluations run in a process pool while this process computes
-the Markdown report's data.
+the Markdown report's data. A variant both need (the sensitivity table's hit-rate cases
+are bathtub points) is one task there, solved once (`_submit_points`).
 """
 
 from __future__ import annotations
@@ -19,18 +20,20 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from pdd_plan import sweep as sw
 from pdd_plan.errors import InfeasibleError, PddPlanError, visible
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.loaders.scenario import resolve_scenario_path
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.loaders.strict import load_yaml
 from pdd_plan.model.deployment import Deployment, InstanceGroup, LineLease, RoutingPolicy
 from pdd_plan.model.evaluate import evaluate, prepare
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY, edited
+from pdd_plan.plan.variants import case_edits, sensitivity_cases
 from pdd_plan.report.html import render_html
 from pdd_plan.report.html_figures import (
     PRICE_FACTORS,
@@ -188,7 +191,7 @@ def build(
         say(f"note: {note}")
     pool = sw.process_pool(jobs)
     try:
-        point_futures = sw.submit_points(pool, sweep)
+        point_futures, given_cases = _submit_points(pool, sweep, path, catalog)
         stage(f"solving {len(sweep.points)} hit-rate and price cases in {jobs} processes")
         _count_done(progress, f"report: plot cases ({jobs} processes)", point_futures)
         if chosen is None:  # solved once: the report, compare and explain reuse it
@@ -198,7 +201,8 @@ def build(
         # its cases and the other architectures join the plot cases in the pool
         s, rdata = api.sizing_report_data(path, architecture, catalog, resolution, time_limit_s,
                                           solved=result, known=known, progress=progress,
-                                          solved_run=run, pool=pool)  # fmt: skip
+                                          solved_run=run, pool=pool,
+                                          given_cases=given_cases)  # fmt: skip
         evaluator = _Evaluator(pool, data, str(path), resolution)
         evaluator.add_known("this plan", result)
         for e in rdata["compare"]["architectures"]:
@@ -237,6 +241,45 @@ def build(
 
 
 PLOTS_STAGE = "report: rendering the report and its plots"
+
+
+def _submit_points(pool, sweep: sw.Sweep, path, catalog: Catalog) -> tuple[dict, dict]:
+    """The plot points in the pool (future of the row -> point index), and the sensitivity
+    cases that are plot points too (case name -> future of its entry): such a pair is one
+    task, so its variant is solved once (report_cases.point_and_case)."""
+    from pdd_plan.report_cases import point_and_case
+
+    s = load_scenario(path, catalog)  # as sizing_report_data loads it: the cases' base
+    cases = {c[0]: c for c in sensitivity_cases(s, catalog)}
+    paired = {sweep.points.index(edit): cases[name] for name, edit in case_edits().items()
+              if edit in sweep.points and name in cases}  # fmt: skip
+    rows, entries = {}, {}
+    for i in range(len(sweep.points)):
+        if i in paired:
+            row, entries[paired[i][0]] = _parts(pool.submit(point_and_case, sweep, i, paired[i]))
+        else:
+            row = pool.submit(sw.run_point, sweep, i)
+        rows[row] = i
+    return rows, entries
+
+
+def _parts(future: Future) -> tuple[Future, Future]:
+    """Two futures, of the first and the second item of `future`'s (row, entry) answer;
+    its exception (a worker that died, a cancelled task) is each one's."""
+    parts = (Future(), Future())
+
+    def done(f: Future) -> None:
+        try:
+            answer = f.result()
+        except BaseException as exc:  # passed on, as the pool would
+            for part in parts:
+                part.set_exception(exc)
+            return
+        for part, value in zip(parts, answer, strict=True):
+            part.set_result(value)
+
+    future.add_done_callback(done)
+    return parts
 
 
 def _stages(say, progress) -> Callable[[str], None]:

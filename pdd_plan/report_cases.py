@@ -115,6 +115,19 @@ def _case_in_worker(*args) -> dict | None:
         return None
 
 
+def point_and_case(sweep, index: int, case: tuple[str, str, Scenario]) -> tuple[dict, dict | None]:
+    """Point `index` of the report's plot sweep (its row) and the sensitivity case of the
+    same variant (its entry, as `_case_in_worker` gives it), in one worker task: the second
+    reuses the first's solve (solve_memo.py), or solves anew where the two differ."""
+    from pdd_plan.solve_memo import shared_solves
+    from pdd_plan.sweep import run_point
+
+    with shared_solves():
+        row = run_point(sweep, index)
+        entry = _case_in_worker(*case, sweep.architecture, sweep.resolution, sweep.time_limit_s)
+    return row, entry
+
+
 def _arch_in_worker(s: Scenario, arch: str, resolution, time_limit_s: float) -> dict | None:
     from pdd_plan import api
     from pdd_plan.sweep import worker_catalog
@@ -140,10 +153,13 @@ class Pending:
 
     @classmethod
     def submit(cls, pool: Executor, s: Scenario, architecture: str, catalog: Catalog,
-               resolution, time_limit_s: float, other_archs) -> Pending:  # fmt: skip
-        run = (resolution, time_limit_s)
+               resolution, time_limit_s: float, other_archs,
+               given: dict[str, Future] | None = None) -> Pending:  # fmt: skip
+        """`given`: case name -> the future of its entry, already submitted (a plot point
+        of the same variant, `point_and_case`): not submitted again."""
+        run, given = (resolution, time_limit_s), given or {}
         cases = [
-            (c, pool.submit(_case_in_worker, *c[:2], c[2], architecture, *run))
+            (c, given.get(c[0]) or pool.submit(_case_in_worker, *c[:2], c[2], architecture, *run))
             for c in sensitivity_cases(s, catalog)
         ]
         archs = [(a, pool.submit(_arch_in_worker, s, a, *run)) for a in other_archs]

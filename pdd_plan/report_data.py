@@ -98,13 +98,15 @@ def sizing_report_data(
     progress: Progress | None = None,
     solved_run=None,
     pool=None,
+    given_cases=None,
 ) -> tuple[Scenario, dict]:
     """Everything the sizing report shows, as plain dicts: the scenario summary, the
     solve result (`solved` if given, with `solved_run` its SolveFiles.run, else solved
     here; `architecture` None: chosen), every architecture compared (`known`: results
     already computed, by architecture), the sensitivity cases and the explanation (of the
     plan's architecture, starting from its solve). `pool` (an executor): the cases and the
-    architectures not yet solved run there while this process explains (report_cases.py)."""
+    architectures not yet solved run there while this process explains (report_cases.py);
+    `given_cases` (case name -> future of its entry): cases already submitted there."""
     from pdd_plan import api
 
     catalog = catalog or Catalog()
@@ -135,7 +137,7 @@ def sizing_report_data(
         from pdd_plan.report_cases import Pending
 
         others = [a for a in s.architectures if a not in known]
-        pending = Pending.submit(pool, s, architecture, catalog, *run, others)
+        pending = Pending.submit(pool, s, architecture, catalog, *run, others, given_cases)
         explained = _explained(s, architecture, catalog, run, solved_run, progress)
         cases = pending.case_entries(
             (lambda done, n: progress(api.CASES_STAGE, done, n)) if progress else None

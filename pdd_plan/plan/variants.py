@@ -10,6 +10,7 @@ import numpy as np
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import Bins, Distribution, Empirical
+from pdd_plan.plan.scenario_edit import HIT_MEAN_KEY
 
 HIT_RATE_MEANS = (0.7, 0.95)  # the report's other hit-rate cases
 GPU_PRICE_FACTORS = (0.8, 1.2)
@@ -97,7 +98,7 @@ def sensitivity_cases(s: Scenario, catalog: Catalog) -> list[tuple[str, str, Sce
     mean = s.workload.prefix_hit_rate.mean()
     cases = [
         (
-            f"hit rate {m:g}",
+            _hit_case(m),
             f"mean prefix-hit rate {m:g} (scenario {mean:.3g})",
             with_hit_rate_mean(s, m),
         )
@@ -112,3 +113,14 @@ def sensitivity_cases(s: Scenario, catalog: Catalog) -> list[tuple[str, str, Sce
             for f in LINE_PRICE_FACTORS
         ]
     return cases
+
+
+def _hit_case(mean: float) -> str:
+    return f"hit rate {mean:g}"
+
+
+def case_edits() -> dict[str, dict]:
+    """The cases of `sensitivity_cases` that one scenario edit (`scenario_edit.edited`, as a
+    sweep point names it) also makes, by case name: the hit-rate cases. The price cases
+    scale every price at once, which no single edit does."""
+    return {_hit_case(m): {HIT_MEAN_KEY: m} for m in HIT_RATE_MEANS}
