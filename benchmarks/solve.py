@@ -5,12 +5,14 @@ Targets (issue #4): the default under 2 s including start-up; 32 types under 20 
 Issue #15 (idle 2-core machine): default `solve` <= 0.8 s wall including start-up,
 `--help` <= 0.3 s, `evaluate` of the default's plan <= 0.4 s.
 Run: python benchmarks/solve.py [--repeats 5] [--default-only] [--report] [--stages]
-(prints figures; asserts nothing). --stages adds the CPU of each stage of the default solve
-and of the evaluate of its plan in one fresh process: the imports by family, each after the
-ones above it, then the work (the solve's architectures in turn). The default's four
-architectures are solved side by side in forked processes (pdd_plan/fork_pool.py, one a
-CPU): the figures show the same solve with
-them one after another (`jobs=1`, through the API in a fresh process), and with --report
+[--types 17,51 [--time-limit 30]] (prints figures; asserts nothing). --types solves only
+those N-type scenarios, in process, with wall and CPU (issue #15: 17 types proven optimal
+in <= 3 s, 51 in <= 10 s within the time limit). --stages adds the CPU of each stage of
+the default solve and of the evaluate of its plan in one fresh process: the imports by
+family, each after the ones above it, then the work (the solve's architectures in turn).
+The default's four architectures are solved side by side in forked processes
+(pdd_plan/fork_pool.py, one a CPU): the figures show the same solve with them one after
+another (`jobs=1`, through the API in a fresh process), and with --report
 `pdd-plan report default` once (issue #15: <= 8 s; its CPU figure leaves out the
 plot-case pool's workers, children of the fork server, which this process does not
 reap). Each process figure is the median wall time and the median CPU time (user +
@@ -47,6 +49,8 @@ from pdd_plan.model.scenario import Datacenter, GpuOffer, Scenario
 from pdd_plan.plan.solve import solve
 
 TYPE_COUNTS = (4, 8, 16, 32)
+# issue #15's large catalogs: every catalog GPU once (17), and in every datacenter (51)
+LARGE_TYPE_COUNTS = (17, 51)
 DATACENTERS = (
     ("dc_a", ("prefill", "relay_decode")),
     ("dc_b", ("main_decode",)),
@@ -209,14 +213,26 @@ def main() -> None:
     parser.add_argument(
         "--stages", action="store_true", help="also the CPU by stage of solve and evaluate"
     )
+    parser.add_argument(
+        "--types",
+        default=None,
+        help="comma-separated type counts, in process only (e.g. 17,51: issue #15's large "
+        "catalogs); skips the processes",
+    )
+    parser.add_argument("--time-limit", type=float, default=30.0, help="each solve's limit, s")
     args = parser.parse_args()
-    print_processes(args.repeats, args.report, args.stages)
+    if args.types is None:
+        print_processes(args.repeats, args.report, args.stages)
     catalog = Catalog()
     base = load_scenario(resolve_scenario_path("default"), catalog)
     model = catalog.model_for(base)
 
     def run(s: Scenario):
-        return solve(s, model, catalog.gpus, catalog.lines, "pdd")
+        return solve(s, model, catalog.gpus, catalog.lines, "pdd", time_limit_s=args.time_limit)
+
+    if args.types is not None:
+        print_types([int(n) for n in args.types.split(",")], base, catalog, run, args.repeats)
+        return
 
     print(f"median of {args.repeats} runs; objective {base.objective.kind}, pdd")
     print(f"{'case':34} {'wall s':>8} {'usable cand.':>12} {'status':>10} {'evals':>6} plan")
@@ -237,6 +253,24 @@ def main() -> None:
         print(
             f"  {n0:>2} -> {n1:>2} types: x{t1 / t0:.2f} time, candidates {c0} -> {c1}, k = {k:.2f}"
         )
+
+
+def print_types(counts, base: Scenario, catalog: Catalog, run, repeats: int) -> None:
+    """Each N-type scenario's PDD solve: median wall and CPU (process_time) of `repeats`."""
+    print(f"median of {repeats} runs; objective {base.objective.kind}, pdd")
+    print(f"{'case':34} {'wall s':>8} {'CPU s':>8} {'usable cand.':>12} {'status':>10} "
+          f"{'evals':>6} plan")  # fmt: skip
+    for n in counts:
+        scenario = with_types(base, catalog, n)
+        walls, cpus, result = [], [], None
+        for _ in range(repeats):
+            cpu, start = time.process_time(), time.perf_counter()
+            result = run(scenario)
+            walls.append(time.perf_counter() - start)
+            cpus.append(time.process_time() - cpu)
+        label = f"{n} GPU types, 3 datacenters"
+        wall, cpu = statistics.median(walls), statistics.median(cpus)
+        print(f"{label:34} {wall:8.2f} {cpu:8.2f} {_row(result)}", flush=True)
 
 
 def _row(result) -> str:
