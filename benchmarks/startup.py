@@ -8,8 +8,13 @@ processes; on a shared machine the CPU time is the steadier figure, and the load
 printed first says how shared it was. `heavy` lists the families each command's process
 loaded (a second, separate run per command: the listing costs nothing in the timed ones).
 The floors are bare imports: Python itself, typer with its rich help formatter (what any
-help text needs), and pydantic (typer 0.2x coerces every command-line value with it, so
-every command that takes an argument pays it).
+help text needs), and pydantic (typer 0.29 coerces command-line values with it; the CLI's
+plain values skip it, pdd_plan/cli/fast_params.py, so `heavy` shows it only where a value
+needs typer's conversion).
+With PYTHONDONTWRITEBYTECODE=1 (set on shared dev machines) a module edited since its
+bytecode was written is recompiled by every process: the figures then include that, and
+the first line says how many pdd_plan modules are affected
+(`python -m compileall -q pdd_plan` first gives the installed figures).
 """
 
 from __future__ import annotations
@@ -57,10 +62,28 @@ def heavy(args: list[str]) -> str:
     return ", ".join(json.loads(line[len("HEAVY=") :])) or "-"
 
 
+def stale_modules() -> int:
+    """pdd_plan modules whose source is newer than their bytecode (or has none)."""
+    import importlib.util
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "pdd_plan"
+    stale = 0
+    for source in package.rglob("*.py"):
+        compiled = Path(importlib.util.cache_from_source(str(source)))
+        if not compiled.exists() or compiled.stat().st_mtime < source.stat().st_mtime:
+            stale += 1
+    return stale
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs per figure (median)")
     repeats = parser.parse_args().repeats
+    stale = stale_modules()
+    if stale:
+        print(f"note: {stale} pdd_plan modules have stale or no bytecode (recompiled by every "
+              "process when PYTHONDONTWRITEBYTECODE is set)")  # fmt: skip
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"load average (1, 5, 15 min) at start: {load}")
     print(f"{'process (median of ' + str(repeats) + ')':36} {'wall s':>7} {'CPU s':>7}  heavy")
