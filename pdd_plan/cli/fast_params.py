@@ -17,6 +17,7 @@ table of inputs: tests/cli/test_startup_imports_fast_params.py). With a typer th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import re
@@ -89,8 +90,11 @@ def _plain(param) -> bool:
 
 
 def _speed_up(param) -> None:
-    if _plain(param):
-        desc = param.type_descriptor
+    if not _plain(param):
+        return
+    desc = param.type_descriptor
+    # a typer whose RuntimeParam has other fields: its own coercer stays
+    with contextlib.suppress(TypeError):
         param._runtime_param = FastParam(
             parameter_info=desc.parameter_info, annotation=desc.annotation, descriptor=desc
         )
