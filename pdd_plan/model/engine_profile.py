@@ -106,6 +106,8 @@ class EngineProfile:
             value = getattr(self, name)
             if not (np.isfinite(value) and low <= value <= high):
                 raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
+        # the parameters as plain floats, in PARAMETERS order: `adjust` runs per step
+        object.__setattr__(self, "_params", tuple(float(getattr(self, k)) for k in PARAMETERS))
 
     def is_identity(self) -> bool:
         return all(getattr(self, k) == v[0] for k, v in PARAMETERS.items())
@@ -133,8 +135,11 @@ class EngineProfile:
         without CUDA graphs, else 0; by default where one group's tokens exceed
         GRAPH_MAX_TOKENS). Arrays broadcast. The identity profile
         returns the plain parts, bit for bit (x / 1.0, x * 1.0 and x + 0.0 are exact).
+        Plain numbers give plain floats (`_float_step_parts`), with the same values.
         """
-        return step_parts(self.vector(), parts, counts)
+        if all(isinstance(v, _NUMBERS) for v in (*parts.values(), *counts.values())):
+            return _float_step_parts(self._params, parts, counts)
+        return step_parts(self._params, parts, counts)
 
 
 def step_parts(params, parts: dict, counts: dict) -> tuple:
@@ -156,6 +161,36 @@ def step_parts(params, parts: dict, counts: dict) -> tuple:
     gpu_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
     overhead_s = overhead_s + _eager(counts, tokens, groups) * np.maximum(eager - gpu_s, 0.0)
     return compute_s, memory_s, comm_s, overhead_s
+
+
+def _float_step_parts(params, parts: dict, counts: dict) -> tuple:
+    """`step_parts` of Python numbers in plain floats, the same operations in the same
+    order (numpy's per-call cost is most of a scalar step's): np.where becomes a choice
+    (its both branches are finite arithmetic) and np.maximum `_maximum`."""
+    fixed, layer, compute_eff, memory_eff, overlap, p_fixed, p_req, d_req, serial, eager = params
+    groups = counts["groups"]
+    prompts = counts["prompts"]
+    decode = counts["decode_requests"]
+    tokens = decode + prompts * counts["new_tokens"]
+    prefill = p_fixed + p_req * prompts / groups if prompts * counts["new_tokens"] > 0 else 0.0
+    overhead_s = parts["step_overhead_s"] + fixed + layer * parts["layer_s"]
+    overhead_s = overhead_s + prefill + d_req * decode / groups + serial * tokens / groups
+    compute_s = parts["compute_s"] / compute_eff
+    memory_s = parts["memory_s"] / memory_eff
+    comm_s = parts["comm_s"] * (1.0 - overlap)
+    gpu_s = _maximum(compute_s, memory_s) + comm_s + overhead_s
+    flag = counts["eager"] if "eager" in counts else (tokens > GRAPH_MAX_TOKENS * groups) * 1.0
+    overhead_s = overhead_s + flag * _maximum(eager - gpu_s, 0.0)
+    return compute_s, memory_s, comm_s, overhead_s
+
+
+def _maximum(a: float, b: float) -> float:
+    """np.maximum of two floats: the larger, a NaN either way."""
+    return a if a >= b or a != a else b
+
+
+# what `adjust` takes down the plain-float path (np.float64 is a float)
+_NUMBERS = (float, int)
 
 
 def _eager(counts: dict, tokens, groups):

@@ -9,7 +9,9 @@ step's cost), an array broadcasts, with the same arithmetic. Pure: numpy only, n
 
 from __future__ import annotations
 
+import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -153,17 +155,7 @@ def allreduce_time_s(gpu: Gpu, gpus: int, message_bytes):
     then a ring across the D domains on each GPU's 1/g shard, every GPU on its own RDMA
     NIC (scale_out_bits_per_s / 8): + 2 (D-1)/D x bytes / g / NIC.
     """
-    message_bytes = _float_or_array(message_bytes)
-    if gpus <= 1:
-        return message_bytes * 0.0
-    group = max(min(gpus, gpu.scale_up_domain_gpus), 1)
-    fabric = gpu.scale_up_bytes_per_s * gpu.scale_up_efficiency_frac
-    time_s = 2.0 * (group - 1) / group * message_bytes / fabric
-    if gpus > group:
-        domains = -(-gpus // group)
-        nic = gpu.scale_out_bits_per_s / BITS_PER_BYTE
-        time_s = time_s + 2.0 * (domains - 1) / domains * message_bytes / group / nic
-    return time_s + ALLREDUCE_BASE_LATENCY_S + ALLREDUCE_STEP_LATENCY_S * (gpus - 1)
+    return AllReduce.of(gpu, gpus).time_s(message_bytes)
 
 
 def alltoall_time_s(gpu: Gpu, gpus: int, send_bytes):
@@ -176,16 +168,71 @@ def alltoall_time_s(gpu: Gpu, gpus: int, send_bytes):
     NIC (scale_out_bits_per_s / 8); both run at once: time = max of the two +
     EP_ALLTOALL_LATENCY_S. 0 on one GPU.
     """
-    send_bytes = _float_or_array(send_bytes)
-    if gpus <= 1:
-        return send_bytes * 0.0
-    group = max(min(gpus, gpu.scale_up_domain_gpus), 1)
-    fabric = gpu.scale_up_bytes_per_s * gpu.scale_up_efficiency_frac
-    time_s = send_bytes * (group - 1) / gpus / fabric
-    if gpus > group:
-        nic = gpu.scale_out_bits_per_s / BITS_PER_BYTE
-        time_s = maximum(time_s, send_bytes * (gpus - group) / gpus / nic)
-    return time_s + EP_ALLTOALL_LATENCY_S
+    return AllToAll.of(gpu, gpus).time_s(send_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class AllReduce:
+    """`allreduce_time_s` on one (GPU, GPU count) with its constants worked out once (a
+    roofline instance asks it thousands of times): the same operations in the same order,
+    so the same numbers to the last bit."""
+
+    gpus: int
+    group: int  # GPUs of one scale-up domain taking part, g
+    ring_frac: float  # 2 (g - 1) / g
+    fabric_bytes_per_s: float
+    across_frac: float  # 2 (D - 1) / D over D domains; 0 inside one domain
+    nic_bytes_per_s: float
+    step_latency_s: float  # ALLREDUCE_STEP_LATENCY_S x (N - 1)
+
+    @classmethod
+    def of(cls, gpu: Gpu, gpus: int) -> AllReduce:
+        group = max(min(gpus, gpu.scale_up_domain_gpus), 1)
+        domains = max(-(-gpus // group), 1)
+        return cls(
+            gpus, group, 2.0 * (group - 1) / group,
+            gpu.scale_up_bytes_per_s * gpu.scale_up_efficiency_frac,
+            2.0 * (domains - 1) / domains, gpu.scale_out_bits_per_s / BITS_PER_BYTE,
+            ALLREDUCE_STEP_LATENCY_S * (gpus - 1),
+        )  # fmt: skip
+
+    def time_s(self, message_bytes):
+        message_bytes = _float_or_array(message_bytes)
+        if self.gpus <= 1:
+            return message_bytes * 0.0
+        time_s = self.ring_frac * message_bytes / self.fabric_bytes_per_s
+        if self.gpus > self.group:
+            across = self.across_frac * message_bytes / self.group / self.nic_bytes_per_s
+            time_s = time_s + across
+        return time_s + ALLREDUCE_BASE_LATENCY_S + self.step_latency_s
+
+
+@dataclass(frozen=True, slots=True)
+class AllToAll:
+    """`alltoall_time_s` on one (GPU, GPU count), constants worked out once (as
+    `AllReduce`; the same numbers to the last bit)."""
+
+    gpus: int
+    inside_gpus: int  # g - 1: the other GPUs of the sender's scale-up domain
+    outside_gpus: int  # N - g: the GPUs beyond it
+    fabric_bytes_per_s: float
+    nic_bytes_per_s: float
+
+    @classmethod
+    def of(cls, gpu: Gpu, gpus: int) -> AllToAll:
+        group = max(min(gpus, gpu.scale_up_domain_gpus), 1)
+        fabric = gpu.scale_up_bytes_per_s * gpu.scale_up_efficiency_frac
+        return cls(gpus, group - 1, gpus - group, fabric, gpu.scale_out_bits_per_s / BITS_PER_BYTE)
+
+    def time_s(self, send_bytes):
+        send_bytes = _float_or_array(send_bytes)
+        if self.gpus <= 1:
+            return send_bytes * 0.0
+        time_s = send_bytes * self.inside_gpus / self.gpus / self.fabric_bytes_per_s
+        if self.outside_gpus > 0:
+            beyond = send_bytes * self.outside_gpus / self.gpus / self.nic_bytes_per_s
+            time_s = maximum(time_s, beyond)
+        return time_s + EP_ALLTOALL_LATENCY_S
 
 
 def experts_touched(num_experts: int, top_k: int, tokens):
@@ -193,8 +240,15 @@ def experts_touched(num_experts: int, top_k: int, tokens):
     t = _float_or_array(tokens)
     if top_k >= num_experts:
         return where(t > 0, float(num_experts), 0.0)
-    touched = num_experts * -np.expm1(t * np.log1p(-top_k / num_experts))
+    touched = num_experts * -np.expm1(t * _log_miss(num_experts, top_k))
     return float(touched) if isinstance(t, float) else touched
+
+
+@functools.lru_cache(maxsize=256)
+def _log_miss(num_experts: int, top_k: int) -> float:
+    """log(1 - k/E): the log of the chance that one token misses a given expert (a
+    handful of (E, k) pairs per process; numpy's log1p, as the vectorised path)."""
+    return float(np.log1p(-top_k / num_experts))
 
 
 def per_unique(fn, *arrays):

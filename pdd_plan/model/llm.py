@@ -31,12 +31,19 @@ def _memo(method):
     """Cache a method's result per arguments in the (frozen) spec's private cache: the
     planner asks the same totals thousands of times."""
 
+    name = method.__name__
+
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        key = (method.__name__, args, tuple(sorted(kwargs.items())))
-        if key not in self._cache:
-            self._cache[key] = method(self, *args, **kwargs)
-        return self._cache[key]
+        # (name, args) alone when there are no keywords: a 2-tuple, never equal to a
+        # 3-tuple key of a call with keywords
+        key = (name, args, tuple(sorted(kwargs.items()))) if kwargs else (name, args)
+        cache = self._cache
+        try:
+            return cache[key]
+        except KeyError:
+            cache[key] = value = method(self, *args, **kwargs)
+            return value
 
     return wrapper
 
@@ -88,6 +95,10 @@ class ModelSpec:
     # ---- structure -------------------------------------------------------------------
     @property
     def num_layers(self) -> int:
+        return self._num_layers()
+
+    @_memo
+    def _num_layers(self) -> int:
         return sum(g.repeat for g in self.layer_groups)
 
     def layers(self) -> list[tuple[Attention, Ffn]]:
@@ -224,6 +235,7 @@ class ModelSpec:
             n * ffn.routed_expert_params(self.hidden_size) for n, _, ffn in self._layer_counts()
         )
 
+    @_memo
     def weight_bytes(self, weight_dtype: str | None = None) -> float:
         """Bytes of weights: dense linears, routed experts, and 16-bit embeddings and norms.
 

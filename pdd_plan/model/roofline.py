@@ -101,6 +101,8 @@ from pdd_plan.model.kernels import (  # noqa: F401  (re-exported for callers of 
     MOE_EXTRA_MEMORY_OPS,
     PARALLELISMS,
     STEP_OVERHEAD_S,
+    AllReduce,
+    AllToAll,
     achievable_bytes_per_s,
     achievable_flop_per_s,
     allreduce_time_s,
@@ -165,13 +167,16 @@ class Instance:
         cache = getattr(self.model, "_cache", None)
         memo = ({}, {}, {}) if cache is None else cache.setdefault(key, ({}, {}, {}))
         object.__setattr__(self, "_memo", memo)  # (constants, scalar, vector steps)
+        object.__setattr__(self, "_is_ep", self.parallel_mode() == "ep")  # asked per step
 
     def _const(self, key, compute):
         """`compute()` once per instance and `key` (figures fixed by the instance's fields)."""
         consts = self._memo[0]
-        if key not in consts:
-            consts[key] = compute()
-        return consts[key]
+        try:
+            return consts[key]
+        except KeyError:
+            consts[key] = value = compute()
+            return value
 
     def parallel_mode(self) -> str:
         """ "tp" or "ep": the parallelism asked for, or what "auto" picks (module docstring)."""
@@ -182,7 +187,7 @@ class Instance:
         return "ep" if moe and spread else "tp"
 
     def _ep(self) -> bool:
-        return self._const("ep", lambda: self.parallel_mode() == "ep")
+        return self._is_ep
 
     # ---- dtypes and memory -------------------------------------------------------------
     def _dense_dtype(self) -> str:
@@ -290,15 +295,24 @@ class Instance:
         replicated weights, and each of its ceil(E / gpus) experts per MoE layer with the
         chance that one of the step's tokens is routed to it, 1 - (1 - k/E)^T."""
         experts = sum(
-            n * self._experts_per_gpu(e) * experts_touched(e, k, tokens) / e * b
-            for n, e, k, b in self._expert_bytes()
+            held * experts_touched(e, k, tokens) / e * b for held, e, k, b in self._held_experts()
         )
         return self._dense_read_bytes() + experts
+
+    def _held_experts(self) -> list[tuple[int, int, int, float]]:
+        """(layers x experts one GPU holds per layer, experts, top-k, bytes of one expert)
+        per MoE FFN kind, in "ep"."""
+        return self._const("held_experts", lambda: [
+            (n * self._experts_per_gpu(e), e, k, b) for n, e, k, b in self._expert_bytes()
+        ])  # fmt: skip
 
     def _linear_flop_per_token(self) -> tuple[float, float]:
         """(matmul FLOPs per token incl. the LM head, linear-state FLOPs per token)."""
         m = self.model
-        return m._matmul_flop_per_token(), m._linear_state_flop_per_token()
+        return self._const(
+            "linear_flop_per_token",
+            lambda: (m._matmul_flop_per_token(), m._linear_state_flop_per_token()),
+        )
 
     def _routed_flop_per_token(self) -> float:
         """Matmul FLOPs of one token's routed experts (all MoE layers)."""
@@ -324,8 +338,11 @@ class Instance:
 
     def _decode_attention_flops(self, context: int) -> float:
         key = ("decode_attention_flops", context)
+        return self._const(key, lambda: self._decode_attention_flops_uncached(context))
+
+    def _decode_attention_flops_uncached(self, context: int) -> float:
         linear = sum(self._linear_flop_per_token())
-        return self._const(key, lambda: self.model.decode_flops(context) - linear)
+        return self.model.decode_flops(context) - linear
 
     def layer_latency_s(self) -> float:
         """Fixed kernel latencies of one forward pass (all layers)."""
@@ -396,20 +413,34 @@ class Instance:
         """ "tp": two all-reduces per layer of all tokens x hidden x 2 B. "ep": a dispatch and
         a combine per MoE layer of the busiest GPU's tokens (EP_LOAD_IMBALANCE x tokens /
         gpus) x top-k x the experts' input width (the latent width of a latent MoE)."""
-        if not self._ep():
+        if not self._is_ep:
+            reduces, allreduce = self._const("allreduces", self._allreduces)
             message = tokens * self.model.hidden_size * ACTIVATION_BYTES
-            return 2 * self.model.num_layers * allreduce_time_s(self.gpu, self.gpus, message)
+            return reduces * allreduce.time_s(message)
+        alltoall, dispatch, kinds = self._const("alltoalls", self._alltoalls)
         per_gpu = EP_LOAD_IMBALANCE * tokens / self.gpus
-        dispatch = dtype_bytes("fp8") if self.compute_dtype() == "fp8" else ACTIVATION_BYTES
         comm = tokens * 0.0
-        for n, f in self.model.moe_layout():
-            width = f.expert_hidden_size or self.model.hidden_size
-            copies = per_gpu * f.experts_per_token * width
+        for n, top_k, width in kinds:
+            copies = per_gpu * top_k * width
             comm = comm + n * (
-                alltoall_time_s(self.gpu, self.gpus, copies * dispatch)
-                + alltoall_time_s(self.gpu, self.gpus, copies * ACTIVATION_BYTES)
+                alltoall.time_s(copies * dispatch) + alltoall.time_s(copies * ACTIVATION_BYTES)
             )
         return comm
+
+    def _allreduces(self) -> tuple[int, AllReduce]:
+        """(all-reduces per step: two per layer, the all-reduce on this instance)."""
+        return 2 * self.model.num_layers, AllReduce.of(self.gpu, self.gpus)
+
+    def _alltoalls(self) -> tuple[AllToAll, float, list[tuple[int, int, int]]]:
+        """(the all-to-all on this instance, bytes per dispatched element, and (layers,
+        top-k, experts' input width) per MoE FFN kind)."""
+        dispatch = dtype_bytes("fp8") if self.compute_dtype() == "fp8" else ACTIVATION_BYTES
+        hidden = self.model.hidden_size
+        kinds = [
+            (n, f.experts_per_token, f.expert_hidden_size or hidden)
+            for n, f in self.model.moe_layout()
+        ]
+        return AllToAll.of(self.gpu, self.gpus), dispatch, kinds
 
     def _step(self, batch, context, new, cached, prompts=1.0) -> dict:
         """One forward pass: `batch` decode tokens at `context` plus `prompts` chunks of
