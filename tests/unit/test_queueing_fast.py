@@ -13,7 +13,7 @@ from scipy.optimize import brentq
 from scipy.special import ndtr
 
 from pdd_plan.model import latency_mixture as lm
-from pdd_plan.model import tpot, tpot_rows
+from pdd_plan.model import queueing, tpot, tpot_rows
 from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s, mixture_cdf
 from pdd_plan.model.queueing import WaitModel
 
@@ -34,7 +34,8 @@ def _groups(seed: int) -> list[LatencyGroup]:
         n = r.randint(1, 40)
         weights = np.array([r.choice((0.0, r.uniform(0.0, 2.0))) for _ in range(n)])
         weights[0] = r.uniform(0.1, 1.0)  # never all zero
-        delays = np.array([r.choice((0.0, r.uniform(0.0, 3.0))) for _ in range(n)])
+        shared = [0.0] + [r.uniform(0.0, 3.0) for _ in range(4)]  # classes share delays
+        delays = np.array([r.choice((*shared, r.uniform(0.0, 3.0))) for _ in range(n)])
         out.append(LatencyGroup(weights, delays, tuple(_wait(r) for _ in range(r.randint(0, 2)))))
     return out
 
@@ -70,6 +71,15 @@ def test_fast_mixture_cdf_is_mixture_cdf_bit_for_bit(seed):
         assert fast(t) == mixture_cdf(groups, t), t  # asked again: from the memo, the same
 
 
+def test_infinite_delays_take_the_reference_path():
+    groups = _groups(5)
+    groups[0] = LatencyGroup(groups[0].weights, np.where(groups[0].delays_s > 1, np.inf, 0.5),
+                             groups[0].waits)  # fmt: skip
+    fast = lm._FastMixtureCdf(groups)
+    for t in (0.0, 0.7, 2.0, 1e9):
+        assert fast(t) == mixture_cdf(groups, t)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_grouped_quantiles_equal_the_reference_search(seed):
     groups = _groups(seed)
@@ -80,13 +90,13 @@ def test_grouped_quantiles_equal_the_reference_search(seed):
 def test_the_memo_evaluates_each_t_once_and_belongs_to_its_groups(monkeypatch):
     groups = _groups(3)
     asked: list[float] = []
-    mass = lm._FastMixtureCdf._mass
+    compute = lm._FastMixtureCdf._cdf
 
     def counting(self, t_s):
         asked.append(t_s)
-        return mass(self, t_s)
+        return compute(self, t_s)
 
-    monkeypatch.setattr(lm._FastMixtureCdf, "_mass", counting)
+    monkeypatch.setattr(lm._FastMixtureCdf, "_cdf", counting)
     grouped_quantiles_s([0.5, 0.9, 0.99], groups)
     assert len(asked) == len(set(asked))  # every t computed once
     # other groups, the same t: computed afresh, never another mixture's value
@@ -199,3 +209,33 @@ def test_merged_rows_are_rounded_row_by_row_bit_for_bit():
     got_w, got_rows = tpot_rows._merge_equal_rows(weights, values)
     assert got_rows.tobytes() == unique.tobytes()
     assert got_w.tobytes() == want.tobytes()
+
+
+# ---------------------------------------------------------------------------- Erlang B
+
+
+def _erlang_b_by_hand(servers: int, a: float) -> float:
+    b = 1.0
+    for c in range(1, servers + 1):
+        b = a * b / (c + a * b)
+    return b
+
+
+def test_erlang_b_memo_misses_when_either_key_part_changes():
+    queueing._erlang_b.cache_clear()
+    assert queueing.erlang_b(40, 30.0) == _erlang_b_by_hand(40, 30.0)
+    assert queueing.erlang_b(40, 30.0) == _erlang_b_by_hand(40, 30.0)  # a hit
+    assert queueing._erlang_b.cache_info().hits == 1
+    for servers, load in ((41, 30.0), (40, 30.000001), (40, np.float64(31.0))):
+        assert queueing.erlang_b(servers, load) == _erlang_b_by_hand(servers, float(load))
+    assert queueing._erlang_b.cache_info().misses == 4
+    # by hand, B(1, a) = a / (1 + a) and B(2, 1) = (1/2) / (2 + 1/2) = 0.2
+    assert queueing.erlang_b(1, 3.0) == 0.75 and queueing.erlang_b(2, 1.0) == 0.2
+
+
+def test_erlang_b_checks_its_arguments_before_the_memo():
+    queueing.erlang_b(3, 2.0)
+    with pytest.raises(TypeError):
+        queueing.erlang_b(3.0, 2.0)  # a float that happens to be whole: never the memo's int
+    with pytest.raises(ValueError):
+        queueing.erlang_b(3, -1.0)
