@@ -86,6 +86,10 @@ _MIN_CV2 = 1e-8
 # The fixed point V to 1e-4 of the squared mean step (the length-biased step S + V / S
 # to 1e-4 of S)
 _V_TOLERANCE_FRAC = 1e-4
+# Gap laws and their discount weights remembered (256 each of 400 x 2 and 400 x 3 floats:
+# 4 MB at most), and P0 per rate per step law
+_GAP_TAIL_MEMO = 256
+_P0_MEMO = 16
 
 
 @lru_cache(maxsize=32)
@@ -110,14 +114,38 @@ _TRAPEZOID[[0, -1]] = 0.5  # trapezoid weights on an even grid
 
 def _gap_tail(mean_s: float, var_s2: float, servers: int):
     """(x, P(G > x), the grid step in ln x) for gamma steps of that mean and variance,
-    from the table (linear in ln k between its rows)."""
-    m = float(mean_s)
-    shape = m * m / max(float(var_s2), 1e-300)
-    y, log_k, tail, step = _tail_table(int(servers))
+    from the table (linear in ln k between its rows); read-only arrays, shared."""
+    return _gap_tail_at(float(mean_s), float(var_s2), int(servers))
+
+
+# the same law is asked again and again: the variance's fixed point evaluates its upper
+# bound twice, then P0 and the gap's moments read the solved variance's law
+@lru_cache(maxsize=_GAP_TAIL_MEMO)
+def _gap_tail_at(m: float, var_s2: float, servers: int):
+    shape = m * m / max(var_s2, 1e-300)
+    y, log_k, tail, step = _tail_table(servers)
     at = (math.log(min(max(shape, _SHAPE_LOW), _SHAPE_HIGH)) - log_k[0]) / (log_k[1] - log_k[0])
     i = min(int(at), len(log_k) - 2)
     f = at - i
-    return m * y, tail[i] * (1.0 - f) + tail[i + 1] * f, step
+    x, law = m * y, tail[i] * (1.0 - f) + tail[i + 1] * f
+    x.setflags(write=False)
+    law.setflags(write=False)
+    return x, law, step
+
+
+@lru_cache(maxsize=_GAP_TAIL_MEMO)
+def _discounts(m: float, lam: float, servers: int):
+    """(e^(-λx), e^(-2λx), (1 - λx) e^(-λx)) on `_gap_tail`'s grid x for mean step m,
+    read-only: fixed while the variance's fixed point moves the gap's law."""
+    x = m * _tail_table(servers)[0]
+    once, twice, slope = (
+        np.exp(-lam * x),
+        np.exp(-2.0 * lam * x),
+        (1.0 - lam * x) * np.exp(-lam * x),
+    )
+    for a in (once, twice, slope):
+        a.setflags(write=False)
+    return once, twice, slope
 
 
 def _integral(f: np.ndarray, step: float) -> float:
@@ -156,7 +184,7 @@ def empty_take_prob(mean_s: float, var_s2: float, servers: int, rate_per_s: floa
             return math.exp(-lam * m)
         return (1.0 + lam * v / m) ** (-m * m / v)
     x, tail, step = _gap_tail(m, v, servers)
-    inside = _integral(np.exp(-lam * x) * tail * x, step) + x[0]
+    inside = _integral(_discounts(m, lam, int(servers))[0] * tail * x, step) + x[0]
     return float(min(max(1.0 - lam * inside, 0.0), 1.0))
 
 
@@ -178,13 +206,14 @@ def gap_driven_var(mean_s: float, var_s2: float, servers: int, rate_per_s: float
             ge = m * (1.0 + lam * theta) ** (-k - 1.0)
     else:
         x, tail, step = _gap_tail(m, v, servers)
+        once, twice, slope = _discounts(m, lam, int(servers))  # e^(-λx), e^(-2λx), d/dx
         xt = x * tail
         # E[φ(G)] = φ(0) + ∫ φ'(x) P(G > x) dx; below the grid P(G > x) ≈ 1
         g1 = _integral(xt, step) + x[0]
         g2 = 2.0 * _integral(x * xt, step) + x[0] ** 2
-        e1 = 1.0 - lam * (_integral(np.exp(-lam * x) * xt, step) + x[0])
-        e2 = 1.0 - 2.0 * lam * (_integral(np.exp(-2.0 * lam * x) * xt, step) + x[0])
-        ge = _integral((1.0 - lam * x) * np.exp(-lam * x) * xt, step) + x[0]
+        e1 = 1.0 - lam * (_integral(once * xt, step) + x[0])
+        e2 = 1.0 - 2.0 * lam * (_integral(twice * xt, step) + x[0])
+        ge = _integral(slope * xt, step) + x[0]
     var_g, var_e, cov = g2 - g1 * g1, e2 - e1 * e1, ge - g1 * e1
     return max(beta * beta * var_g + restart_s**2 * var_e + 2.0 * beta * restart_s * cov, 0.0)
 
@@ -241,8 +270,21 @@ class StepLaw:
         return s + v / s, (s * s + v) * (s * s + 2.0 * v) / (s * s)
 
     def empty_take_prob(self, rate_per_s: float) -> float:
-        """P0: the chance an instance's take finds nothing waiting (module docstring)."""
-        return empty_take_prob(self.mean_s, self.variance_s2(), self.servers, rate_per_s)
+        """P0: the chance an instance's take finds nothing waiting (module docstring);
+        remembered per rate (a remembered law is asked again at its own rate)."""
+        memo = self._p0_memo
+        hit = memo.get(rate_per_s)
+        if hit is None:
+            if len(memo) >= _P0_MEMO:
+                memo.clear()
+            hit = memo[rate_per_s] = empty_take_prob(
+                self.mean_s, self.variance_s2(), self.servers, rate_per_s
+            )
+        return hit
+
+    @cached_property
+    def _p0_memo(self) -> dict:
+        return {}
 
     def gap_biased_moments(self) -> tuple[float, float]:
         """(E[G*], E[G*²]) of the length-biased gap between the pool's takes (the
