@@ -201,6 +201,9 @@ class PrefillBound(RoleBound):
         self.cv2_a = scenario.workload.burstiness_cv2
         self.limits = scenario.sla.ttft_s
         self._rates: dict[int, SupRate] = {}  # n -> max_rate(n)'s bisection, as far as asked
+        # rate -> min_count(rate): every routing policy's space asks the same candidate at the
+        # same least rate (the bound does not depend on the policy), issue #15
+        self._counts: dict[float, int | None] = {}
 
     def _within(self, waits) -> bool:
         got = grouped_quantiles_s(
@@ -222,6 +225,11 @@ class PrefillBound(RoleBound):
         return rate * d.tokens / n <= throughput_bound(self.inst, d.context, limit)
 
     def min_count(self, rate: float) -> int | None:
+        if rate not in self._counts:
+            self._counts[rate] = self._fewest(rate)
+        return self._counts[rate]
+
+    def _fewest(self, rate: float) -> int | None:
         if not self._within(()):
             return None  # the prefill time alone misses the TTFT limit
         if self.decode is not None and self.decode.min_count(rate) is None:
@@ -275,7 +283,7 @@ class BatchedPrefillBound(PrefillBound):
             g <= lim + TTFT_MARGIN_S for g, lim in zip(got, self.limits.values(), strict=True)
         )
 
-    def min_count(self, rate: float) -> int | None:
+    def _fewest(self, rate: float) -> int | None:
         if not self._within(()):
             return None  # the prefill time alone misses the TTFT limit
         return _smallest(lambda n: self.ok(n, rate), int(math.floor(rate / self.capacity_rps)) + 1)

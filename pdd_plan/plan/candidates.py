@@ -135,6 +135,8 @@ def candidates(
     cap = scenario.policy.utilization_cap_frac
     tpot = min(scenario.sla.tpot_s.values(), default=None)
     out = []
+    # (role, GPU, shape) -> (capacity, why): the same in every datacenter offering it
+    known: dict[tuple[str, str, int], tuple[float, str]] = {}
     for dc in scenario.datacenters:
         for role in ARCHITECTURE_ROLES[arch]:
             if role not in dc.roles:
@@ -156,8 +158,11 @@ def candidates(
                     if why:
                         out.append(Candidate(role, dc.id, gpu.id, n, price, 0.0, why, power_w))
                         continue
-                    batching = (scenario.engine.prefill_token_budget_per_gpu, arch)
-                    capacity, why = _capacity_rps(inst, role, classes, demands, tpot, cap, batching)
+                    budget = (scenario.engine.prefill_token_budget_per_gpu, arch)
+                    key = (role, gpu.id, n)
+                    if key not in known:
+                        known[key] = _capacity_rps(inst, role, classes, demands, tpot, cap, budget)
+                    capacity, why = known[key]
                     out.append(Candidate(role, dc.id, gpu.id, n, price, capacity, why, power_w))
     return out
 
