@@ -7,8 +7,9 @@ scenario allows, as `pdd-plan solve` runs them) at each rate, and one subprocess
 Prints per rate: wall time, status (optimal / feasible / infeasible proven / unproven),
 and the binding limit named (the winner's architecture and cost when there is a plan).
 Run: python benchmarks/rates.py [--rates 5,10,...] [--time-limit 30] [--subprocess-rate 100]
-(prints figures; asserts nothing). The load average printed first says how shared the
-machine was.
+[--jobs 1] (prints figures; asserts nothing). The CPU column is this process's and its
+reaped children's (the fork pool's workers), the steadier figure on a shared machine.
+The load average printed first says how shared the machine was.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import dataclasses
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -60,12 +62,22 @@ def binding(result: dict, files, s, catalog, time_limit_s: float) -> str:
     return f"{plan['architecture']} ${m['cost_usd_per_hour']:,.0f}/h, BCR {bcr:.3g}"
 
 
-def one(scenario, rate: float, catalog, time_limit_s: float) -> tuple[float, str, str]:
+def cpu_s() -> float:
+    """CPU seconds of this process and its reaped children (the fork pool's workers)."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def one(scenario, rate: float, catalog, time_limit_s: float, jobs=None):
+    """(wall s, CPU s, status, binding limit or plan) of the solve at `rate`."""
     s = at_rate(scenario, rate)
-    start = time.perf_counter()
-    result, files = solve_choosing(s, catalog, time_limit_s=time_limit_s)
-    wall = time.perf_counter() - start
-    return wall, status_of(result), binding(result, files, s, catalog, time_limit_s)
+    cpu, start = cpu_s(), time.perf_counter()
+    result, files = solve_choosing(s, catalog, time_limit_s=time_limit_s, jobs=jobs)
+    wall, cpu = time.perf_counter() - start, cpu_s() - cpu
+    return wall, cpu, status_of(result), binding(result, files, s, catalog, time_limit_s)
 
 
 def subprocess_figure(rate: float, time_limit_s: float) -> tuple[float, int, str]:
@@ -94,14 +106,15 @@ def main() -> None:
     ap.add_argument("--rates", default=",".join(map(str, RATES)))
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S)
     ap.add_argument("--subprocess-rate", type=float, default=100.0)
+    ap.add_argument("--jobs", type=int, default=None, help="1: the architectures in turn")
     args = ap.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} (1 min)", flush=True)
     catalog = Catalog()
     scenario = load_scenario(resolve_scenario_path(None), catalog)
-    print(f"{'rate':>6}  {'wall s':>7}  {'status':<18} binding limit / plan")
+    print(f"{'rate':>6}  {'wall s':>7}  {'CPU s':>7}  {'status':<18} binding limit / plan")
     for rate in (float(r) for r in args.rates.split(",")):
-        wall, status, what = one(scenario, rate, catalog, args.time_limit)
-        print(f"{rate:6g}  {wall:7.2f}  {status:<18} {what}", flush=True)
+        wall, cpu, status, what = one(scenario, rate, catalog, args.time_limit, args.jobs)
+        print(f"{rate:6g}  {wall:7.2f}  {cpu:7.2f}  {status:<18} {what}", flush=True)
     if args.subprocess_rate > 0:
         wall, code, status = subprocess_figure(args.subprocess_rate, args.time_limit)
         print(f"subprocess `pdd-plan solve` at {args.subprocess_rate:g} req/s: {wall:.2f} s, "
