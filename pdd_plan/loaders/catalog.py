@@ -11,17 +11,19 @@ import dataclasses
 import os
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog_overlay import overlay_dir
 from pdd_plan.loaders.input_files import path_exists
-from pdd_plan.loaders.model_file import model_from_dict
 from pdd_plan.loaders.strict import ID_PATTERN, Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model.cache_tier import MEDIA, NO_TIER, CacheTier
 from pdd_plan.model.hardware import BASES, Gpu, LineTier, Sourced
-from pdd_plan.model.llm import ModelSpec
-from pdd_plan.model.scenario import Scenario
 from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
+
+if TYPE_CHECKING:  # the model classes (and numpy under them) load with the first model
+    from pdd_plan.model.llm import ModelSpec
+    from pdd_plan.model.scenario import Scenario
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _REPO_DIR = _PACKAGE_DIR.parent
@@ -308,6 +310,8 @@ class Catalog:
         return load_yaml(path, "a model catalog entry")
 
     def model(self, model_id: str) -> ModelSpec:
+        from pdd_plan.loaders.model_file import model_from_dict  # numpy: not for GPUs alone
+
         data = self.model_data(model_id)
         path = self._entries("models").get(model_id, self.root / "models" / f"{model_id}.yaml")
         spec = model_from_dict(data, str(path))
@@ -317,6 +321,8 @@ class Catalog:
 
     def model_at(self, path: Path | str) -> ModelSpec:
         """A model entry file outside the catalog (a scenario's `model_file`), read once."""
+        from pdd_plan.loaders.model_file import model_from_dict  # numpy: not for GPUs alone
+
         key = str(Path(path).resolve())
         if key not in self._model_files:
             data = load_yaml(path, "a model catalog entry")

@@ -73,3 +73,26 @@ def test_evaluate_loads_the_models_but_not_the_optimiser_or_pydantic(tmp_path):
     loaded = _loaded(["evaluate", "default", str(plan), "--format", "json"])
     assert "pdd_plan.model.evaluate" in loaded  # it did evaluate
     assert _heavy(loaded, (*OPTIMISER, "pydantic", "pdd_plan.sim")) == []
+
+
+def test_the_catalogs_gpus_and_lines_load_without_the_model_classes_or_numpy():
+    """GPUs, line tiers and cache tiers are plain records (model/hardware.py,
+    model/cache_tier.py): reading them needs neither the LLM model classes nor numpy,
+    which load with the first model asked for."""
+    code = """
+import json, sys
+from pdd_plan.loaders.catalog import Catalog
+catalog = Catalog()
+assert catalog.gpus and catalog.lines
+catalog.cache_tiers
+before = sorted(sys.modules)
+catalog.model(catalog.model_ids()[0])
+print("LOADED=" + json.dumps([before, sorted(sys.modules)]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={"PATH": "/usr/bin:/bin"})  # fmt: skip
+    lines = [x for x in done.stdout.splitlines() if x.startswith("LOADED=")]
+    assert done.returncode == 0 and lines, done.stderr[-2000:]
+    before, after = json.loads(lines[-1][len("LOADED=") :])
+    assert _heavy(before, ("numpy", "pdd_plan.model.llm", "pdd_plan.model.scenario")) == []
+    assert "pdd_plan.model.llm" in after  # a model still loads, classes and all
