@@ -137,9 +137,13 @@ class EngineProfile:
         returns the plain parts, bit for bit (x / 1.0, x * 1.0 and x + 0.0 are exact).
         Plain numbers give plain floats (`_float_step_parts`), with the same values.
         """
-        if all(isinstance(v, _NUMBERS) for v in (*parts.values(), *counts.values())):
+        if _plain(parts.values()) and _plain(counts.values()):
             return _float_step_parts(self._params, parts, counts)
         return step_parts(self._params, parts, counts)
+
+    def adjust_floats(self, parts: dict, counts: dict) -> tuple:
+        """`adjust` for a caller that knows every part and count is a Python number."""
+        return _float_step_parts(self._params, parts, counts)
 
 
 def step_parts(params, parts: dict, counts: dict) -> tuple:
@@ -191,6 +195,14 @@ def _maximum(a: float, b: float) -> float:
 
 # what `adjust` takes down the plain-float path (np.float64 is a float)
 _NUMBERS = (float, int)
+
+
+def _plain(values) -> bool:
+    """Every value a Python number (a loop: all() of a generator costs twice as much)."""
+    for value in values:  # noqa: SIM110
+        if not isinstance(value, _NUMBERS):
+            return False
+    return True
 
 
 def _eager(counts: dict, tokens, groups):

@@ -48,6 +48,11 @@ def _memo(method):
     return wrapper
 
 
+# `kv_bytes` of a Python int below this takes the plain-number path: its int products stay
+# below 2^63 there, as the numpy path's int64 ones must (2^40 tokens x 61 layers x 2 KiB
+# per entry is 1.4e17).
+_INT_PATH_MAX_TOKENS = 2**40
+
 # Embeddings, norms and routers stay in 16 bits when an engine quantises the linears.
 EMBEDDING_DTYPE = "bf16"
 
@@ -145,6 +150,8 @@ class ModelSpec:
 
         Accepts an int or a numpy array of token counts (vectorised).
         """
+        if isinstance(tokens, int) and 0 <= tokens < _INT_PATH_MAX_TOKENS:
+            return self._kv_bytes_int(int(tokens), kv_dtype)
         length = np.asarray(tokens, dtype=np.int64)
         if np.any(length < 0):
             raise ValueError("token counts must be >= 0")
@@ -157,6 +164,17 @@ class ModelSpec:
             total += n_layers * term.bytes_per_entry * entries
         total += np.where(length > 0, self.fixed_state_bytes(), 0.0)
         return float(total) if total.ndim == 0 else total
+
+    def _kv_bytes_int(self, length: int, kv_dtype: str) -> float:
+        """`kv_bytes` of one Python int in plain numbers: the numpy path's operations in
+        its order (numpy on a 0-d array costs tens of microseconds a call)."""
+        total = 0.0
+        for n_layers, term in self._kv_terms(kv_dtype):
+            window = term.window_tokens
+            stored = length if window is None else min(length, window)
+            entries = -(-stored // term.ratio)
+            total += n_layers * term.bytes_per_entry * entries
+        return total + (self.fixed_state_bytes() if length > 0 else 0.0)
 
     @_memo
     def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> float:

@@ -129,6 +129,9 @@ STEP_MEMO_LIMIT = 200_000
 # many calls per instance: at most 20 MB, in practice well under 1 MB.
 VECTOR_MEMO_MAX_ELEMENTS = 2048
 VECTOR_MEMO_LIMIT = 256
+# KV bytes of arrays of at most this many token counts are looked up per count in the
+# instance's memo (a numpy evaluation costs 50-100 us whatever the size below this).
+KV_MEMO_MAX_ELEMENTS = 256
 
 
 @dataclass(frozen=True)
@@ -366,8 +369,8 @@ class Instance:
         # the LM head runs for every decode token but only the last token of a chunk
         tokens = batch + prompts * new
         linear = tokens * (matmul + state) - where(new > 0, prompts * (new - 1) * lm_head, 0.0)
-        decode_attention = batch * per_unique(self._decode_attention_flops, context)
-        chunk_attention = prompts * per_unique(self._chunk_attention_flops, new, cached)
+        decode_attention = batch * self._per_unique(self._decode_attention_flops, context)
+        chunk_attention = prompts * self._per_unique(self._chunk_attention_flops, new, cached)
         attention_s = (
             decode_attention / GENERATION_ATTENTION_FLOP_EFF_FRAC
             + chunk_attention / CONTEXT_ATTENTION_FLOP_EFF_FRAC
@@ -388,10 +391,23 @@ class Instance:
         return running, where(new > 0, prompts * chunk_kv, 0.0)
 
     def _kv_bytes(self, tokens):
-        """KV bytes of one request of `tokens` (whole) tokens; memoised for a float."""
-        if not (isinstance(tokens, float) and math.isfinite(tokens)):
-            return self.model.kv_bytes(np.asarray(tokens).astype(np.int64), self.kv_dtype)
-        count = int(tokens)
+        """KV bytes of one request of `tokens` (whole) tokens; memoised per count for a
+        float and for the elements of a small array (a step's classes recur)."""
+        if isinstance(tokens, float) and math.isfinite(tokens):
+            return self._kv_bytes_of(int(tokens))
+        counts = np.asarray(tokens).astype(np.int64)
+        if counts.size > KV_MEMO_MAX_ELEMENTS or not (counts >= 0).all():
+            return self.model.kv_bytes(counts, self.kv_dtype)  # refuses negative counts
+        if counts.ndim == 0:
+            return self._kv_bytes_of(int(counts))
+        return self._per_unique(self._kv_bytes_of, counts)
+
+    def _per_unique(self, fn, *arrays):
+        """`per_unique` of one of this instance's per-count figures, a small array's
+        result memoised per its values (a step's classes recur at every batch)."""
+        return per_unique(fn, *arrays, memo=self._const("per_unique", dict))
+
+    def _kv_bytes_of(self, count: int) -> float:
         return self._const(("kv_bytes", count), lambda: self.model.kv_bytes(count, self.kv_dtype))
 
     def _moved_bytes(self, batch, context, new, cached, prompts) -> tuple:
@@ -480,7 +496,7 @@ class Instance:
                 raise ValueError("batch and token counts must be >= 0")
             if prompts < 0:
                 raise ValueError("prompts must be >= 0")
-            step = self._assemble(batch, context, new, cached, prompts)
+            step = self._assemble(batch, context, new, cached, prompts, plain=True)
             steps[key] = tuple(float(step[k]) for k in STEP_KEYS)
         return steps[key]
 
@@ -488,14 +504,15 @@ class Instance:
         batch = np.asarray(batch, dtype=float)
         prompts = np.asarray(prompts, dtype=float)
         context, new, cached = (np.rint(np.asarray(v, dtype=float)) for v in (context, new, cached))
-        if np.any(batch < 0) or np.any(new < 0) or np.any(cached < 0) or np.any(context < 0):
+        if (batch < 0).any() or (new < 0).any() or (cached < 0).any() or (context < 0).any():
             raise ValueError("batch and token counts must be >= 0")
-        if np.any(prompts < 0):
+        if (prompts < 0).any():
             raise ValueError("prompts must be >= 0")
         return self._assemble(batch, context, new, cached, prompts)
 
-    def _assemble(self, batch, context, new, cached, prompts) -> dict:
-        """The step's parts from whole-token counts: numpy arrays or Python floats alike."""
+    def _assemble(self, batch, context, new, cached, prompts, plain=False) -> dict:
+        """The step's parts from whole-token counts: numpy arrays or Python floats alike
+        (`plain`: all five are Python floats, so every part is one too)."""
         tokens = batch + prompts * new
         flops, compute_s = self._compute(batch, context, new, cached, prompts)
         moved, moved_per_gpu = self._moved_bytes(batch, context, new, cached, prompts)
@@ -508,7 +525,8 @@ class Instance:
         parts.update(step_overhead_s=self.step_overhead_s, layer_s=self.layer_latency_s())
         counts = {"decode_requests": batch, "prompts": prompts, "new_tokens": new}
         counts["groups"] = self.gpus if self._ep() else 1
-        compute_s, memory_s, comm_s, overhead_s = self.engine_profile.adjust(parts, counts)
+        adjust = self.engine_profile.adjust_floats if plain else self.engine_profile.adjust
+        compute_s, memory_s, comm_s, overhead_s = adjust(parts, counts)
         overhead_s = where(tokens > 0, overhead_s, 0.0)
         return {
             "compute_s": compute_s,
@@ -590,13 +608,19 @@ def _scalar_key(batch, context, new, cached, prompts) -> tuple | None:
     """(batch, context, new, cached, prompts) as floats, token counts rounded half to even
     as `np.rint` does, when all five are finite numbers; None sends a call down the
     vectorised path (arrays, NaN, infinities)."""
-    values = (batch, context, new, cached, prompts)
-    if not all(isinstance(v, _NUMBERS) for v in values):
+    numbers = _NUMBERS
+    if not (
+        isinstance(batch, numbers)
+        and isinstance(context, numbers)
+        and isinstance(new, numbers)
+        and isinstance(cached, numbers)
+        and isinstance(prompts, numbers)
+    ):
         return None
-    floats = tuple(float(v) for v in values)
-    if not all(math.isfinite(v) for v in floats):
+    b, c, n, k, p = float(batch), float(context), float(new), float(cached), float(prompts)
+    # x - x is 0.0 for a finite x, NaN for an infinity or a NaN
+    if b - b != 0.0 or c - c != 0.0 or n - n != 0.0 or k - k != 0.0 or p - p != 0.0:
         return None
-    b, c, n, k, p = floats
     return (b, float(round(c)), float(round(n)), float(round(k)), p)
 
 

@@ -249,3 +249,103 @@ def test_model_memo_is_keyed_by_arguments_and_keywords(catalog):
     fewer = dataclasses.replace(model, layer_groups=model.layer_groups[:1], _cache={})
     assert fewer.num_layers == model.layer_groups[0].repeat
     assert model.num_layers == 61
+
+
+# ---- per-count figures over arrays: the dict and memo paths of per_unique ------------------
+def test_per_unique_paths_agree_and_the_memo_is_keyed_by_name_shape_and_values():
+    """The dict path (small arrays), np.unique (large) and the memo give fn of each tuple;
+    a change of any element, of the shape or of the function's name is a different entry;
+    a memoised result cannot be written into."""
+    from pdd_plan.model import kernels
+
+    calls = []
+
+    def square_plus(a: int, b: int) -> float:
+        calls.append((a, b))
+        return a * a + 0.5 * b
+
+    a = np.array([3, 1, 3, 7, 0], dtype=np.int64)
+    b = np.array([2, 2, 2, 5, 9], dtype=np.int64)
+    want = np.array([x * x + 0.5 * y for x, y in zip(a.tolist(), b.tolist(), strict=True)])
+    assert np.array_equal(kernels.per_unique(square_plus, a, b), want)
+    assert len(calls) == 4  # (3, 2) once
+    big_a = np.tile(a, 1000)  # above PER_UNIQUE_DICT_MAX: np.unique
+    assert big_a.size > kernels.PER_UNIQUE_DICT_MAX
+    assert np.array_equal(
+        kernels.per_unique(square_plus, big_a, np.tile(b, 1000)), np.tile(want, 1000)
+    )
+    memo: dict = {}
+    first = kernels.per_unique(square_plus, a, b, memo=memo)
+    assert np.array_equal(first, want) and not first.flags.writeable
+    calls.clear()
+    assert kernels.per_unique(square_plus, a.copy(), b.copy(), memo=memo) is first
+    assert calls == []  # answered from the memo
+    changed = a.copy()
+    changed[4] = 1
+    assert kernels.per_unique(square_plus, changed, b, memo=memo)[4] == 1 + 4.5
+    column = kernels.per_unique(square_plus, a[:, None], b[:, None], memo=memo)
+    assert column.shape == (5, 1) and np.array_equal(column[:, 0], want)
+
+    def other(a: int, b: int) -> float:
+        return -1.0
+
+    assert np.all(kernels.per_unique(other, a, b, memo=memo) == -1.0)
+    assert len(memo) == 4
+
+
+def test_kv_bytes_int_path_equals_the_numpy_path(catalog):
+    """`kv_bytes` of a Python int (plain numbers) equals the numpy path's element exactly
+    for every catalog model and KV dtype, at 0, 1, window and compression-ratio edges and
+    huge counts; negatives are refused either way."""
+    counts = [0, 1, 2, 3, 4, 5, 127, 128, 129, 511, 512, 513, 4096, 131_071, 1_000_000, 2**39]
+    for model_id in catalog.model_ids():
+        model = catalog.model(model_id)
+        for kv in ("bf16", "fp8"):
+            many = model.kv_bytes(np.array(counts, dtype=np.int64), kv)
+            for i, n in enumerate(counts):
+                one = model.kv_bytes(n, kv)
+                assert isinstance(one, float) and one == many[i], (model_id, kv, n)
+            assert model.kv_bytes(2**41, kv) == float(model.kv_bytes(np.array([2**41]), kv)[0])
+            with pytest.raises(ValueError):
+                model.kv_bytes(-1, kv)
+
+
+def test_roofline_kv_of_small_arrays_equals_the_model(catalog):
+    """The roofline's per-count KV memo over a small array (and a 0-d one) gives the model's
+    own vectorised figures; a negative count is still refused."""
+    inst = Instance(catalog.model("deepseek_v4_flash"), catalog.gpus["h200_sxm"], 8)
+    tokens = np.array([0.0, 1.0, 128.0, 129.0, 5000.0, 5000.0, 70_000.0])
+    want = inst.model.kv_bytes(tokens.astype(np.int64), inst.kv_dtype)
+    assert np.array_equal(inst._kv_bytes(tokens), want)
+    assert np.array_equal(inst._kv_bytes(tokens), want)  # memoised
+    assert inst._kv_bytes(np.array(129.0)) == want[3]
+    with pytest.raises(ValueError):
+        inst._kv_bytes(np.array([5.0, -1.0]))
+
+
+# ---- the vectorised entry: prefill step times for many token counts -----------------------
+EDGE_TOKENS = [0.0, 1.0, 2.0, 0.5, 1.5, 2.5, 511.0, 512.0, 513.0, 8192.0, 16_384.0, 1e6, 3e7]
+
+
+@pytest.mark.parametrize("gpus", [1, 8, 32])
+def test_prefill_times_for_an_array_equal_the_scalar_calls(catalog, gpus):
+    """`prefill_time_s` over an array of token counts (the entry for many counts at once)
+    equals one scalar call per count, bit for bit, at 0, 1, half-token roundings (half to
+    even), the CUDA-graph edge and huge counts, after 0 or some cached tokens and with
+    several prompts; 0 tokens cost 0; a non-finite count is refused either way."""
+    model = catalog.model("deepseek_v3" if gpus > 1 else "qwen3_32b")
+    inst = Instance(model, catalog.gpus["h200_sxm"], gpus)
+    tokens = np.array(EDGE_TOKENS)
+    for cached, prompts in ((0, 1), (4096, 1), (0, 3)):
+        many = inst.prefill_time_s(tokens, cached, prompts)
+        assert many.shape == tokens.shape
+        for i, n in enumerate(EDGE_TOKENS):
+            one = inst.prefill_time_s(n, cached, prompts)
+            assert isinstance(one, float) and one == many[i], (n, cached, prompts)
+        assert many[0] == 0.0 and many[1] > 0.0
+        assert many[3] == many[0] and many[5] == many[4]  # 0.5 -> 0, 2.5 -> 2
+    for bad in (math.inf, math.nan):
+        with pytest.raises(ValueError), np.errstate(invalid="ignore"):
+            inst.prefill_time_s(bad)
+        with pytest.raises(ValueError), np.errstate(invalid="ignore"):
+            inst.prefill_time_s(np.array([1.0, bad]))
