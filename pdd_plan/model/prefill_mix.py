@@ -144,13 +144,17 @@ class PrefillMix:
         w = np.asarray(weight, dtype=float)
         w = w / w.sum()
         row_class, new, cached_rows = chunk_rows(uncached, cached, budget_tokens)
-        compute_s, kv_bytes = chunk_parts(inst, new, cached_rows)
+        # each distinct (new, cached) chunk once (the classes differ by output length too)
+        pairs = np.stack([new, cached_rows], axis=1)
+        _, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        compute_s, kv_bytes = (
+            v[inverse] for v in chunk_parts(inst, new[first], cached_rows[first])
+        )
         rw = w[row_class]
-        columns = np.stack([new, compute_s, kv_bytes], axis=1)
-        _, first, inverse = np.unique(columns, axis=0, return_index=True, return_inverse=True)
         return cls(inst, int(budget_tokens), w, row_class, new, compute_s, kv_bytes,
                    float(rw @ new), float(rw @ (new > 0)), float(rw @ compute_s),
-                   float(rw @ kv_bytes), first, inverse.reshape(-1))  # fmt: skip
+                   float(rw @ kv_bytes), first, inverse)  # fmt: skip
 
     def remember(self, kind: str, key, compute: Callable):
         """`compute()` once per (`kind`, `key`) for this mix (bounded)."""

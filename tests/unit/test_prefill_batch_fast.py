@@ -71,6 +71,19 @@ def test_point_is_the_scalar_step_and_the_all_rows_added_time(
 
 
 @pytest.mark.parametrize(("model", "gpus", "profile", "budget_per_gpu"), SHAPES)
+def test_the_rows_parts_are_every_rows_own(catalog, model, gpus, profile, budget_per_gpu):
+    """The mix computes each distinct (new, cached) chunk's parts once: they equal
+    `chunk_parts` of every row."""
+    mix = _mix(catalog, model, gpus, profile, budget_per_gpu)
+    c = _classes(**MIXED)
+    _, new, cached = pb.chunk_rows(c.uncached_tokens, c.cached_tokens, mix.budget_tokens)
+    compute_s, kv_bytes = pb.chunk_parts(mix.inst, new, cached)
+    assert np.array_equal(mix.row_compute_s, compute_s)
+    assert np.array_equal(mix.row_kv_bytes, kv_bytes)
+    assert len(mix.distinct_rows) * 3 == len(new)  # three output lengths per (input, hit)
+
+
+@pytest.mark.parametrize(("model", "gpus", "profile", "budget_per_gpu"), SHAPES)
 def test_the_step_law_is_the_docstring_law(catalog, model, gpus, profile, budget_per_gpu):
     """S(b); composition (Λ S(b) E[x²] + (b - Λ S(b)) Var(x)) / N̄ with the arrivals
     capped at b; feedback Λ dS/db, dS/db the chord from one chunk to a full step; the
