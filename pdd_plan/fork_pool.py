@@ -103,6 +103,9 @@ def _here(fn, items, on_done) -> list:
 def _child() -> None:
     # Ctrl-C reaches the whole process group: the parent stops the children
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # so may SIGTERM: the CLI's handler (raise, then one error line) is the parent's; a
+    # child inheriting it would print a traceback, where it should just end
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # the parent's stream objects may have been locked by one of its threads (a progress
     # bar) at the fork: a child that writes (a warning) gets streams of its own
     sys.stdout = open(os.dup(1), "w", buffering=1)  # noqa: SIM115 (lives with the child)

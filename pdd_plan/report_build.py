@@ -34,6 +34,7 @@ from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY, edited
 from pdd_plan.plan.variants import case_edits, sensitivity_cases
+from pdd_plan.report import plots
 from pdd_plan.report.html import render_html
 from pdd_plan.report.html_figures import (
     PRICE_FACTORS,
@@ -53,7 +54,7 @@ HIT_MEANS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
 class Report:
     html: str
     markdown: str
-    figures: dict[str, tuple[str, bytes]]  # name -> (SVG, PNG)
+    figures: dict[str, tuple[str, bytes | None]]  # name -> (SVG, PNG; None: not asked for)
     rows: list[dict]  # the hit-rate and price points
     plans: list[dict]  # the plans of the cost/TTFT plot, with their metrics
 
@@ -167,10 +168,11 @@ def build(
     catalog: Catalog | None = None,
     say: Callable[[str], None] = lambda _: None,
     progress: Callable[[str, int, int], None] | None = None,
+    png: bool = True,
 ) -> Report:
     """The HTML sizing report of `scenario` (module doc). `say` hears each stage as a
     line, or `progress(stage, done, total)` as it moves when given (then `say` hears only
-    notes)."""
+    notes). `png` False: the figures without their PNG (the HTML inlines the SVG)."""
     from pdd_plan import api
 
     stage = _stages(say, progress)
@@ -178,6 +180,7 @@ def build(
     path = resolve_scenario_path(scenario)
     data = load_yaml(path, "a pdd-plan scenario")
     s, _ = edited(data, {}, str(path), catalog)
+    sw.warm_pool_server()  # it imports the solver while this process solves (no wait later)
     chosen, known, run = None, {}, None
     if architecture is None:  # the report of the architecture `solve` recommends
         stage("solving every architecture the scenario allows")
@@ -194,6 +197,7 @@ def build(
         point_futures, given_cases = _submit_points(pool, sweep, path, catalog)
         stage(f"solving {len(sweep.points)} hit-rate and price cases in {jobs} processes")
         _count_done(progress, f"report: plot cases ({jobs} processes)", point_futures)
+        plots.warm()  # here, where this process would wait, not after the pool's work
         if chosen is None:  # solved once: the report, compare and explain reuse it
             chosen, run = _solve_base(s, architecture, catalog, resolution, time_limit_s)
         result = chosen
@@ -232,7 +236,7 @@ def build(
     if progress:
         progress(PLOTS_STAGE, 0, 1)
     markdown = render_report(s, rdata)
-    figures = report_figures(s, result, rows, plans, rdata, catalog, architecture)
+    figures = report_figures(s, result, rows, plans, rdata, catalog, architecture, png)
     if progress:
         progress(PLOTS_STAGE, 1, 1)
     extra = (("Data behind the plots", plot_data(rows, plans)),)

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import re
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -352,6 +353,24 @@ def process_pool(jobs: int) -> ProcessPoolExecutor:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(_PRELOAD)
     return ProcessPoolExecutor(jobs, context, initializer=_ignore_sigint)
+
+
+def warm_pool_server() -> None:
+    """Start `process_pool`'s fork server now: it imports the solver (about a second of
+    CPU) while the caller works, so that a pool made later starts its workers at once.
+    It starts with SIGINT ignored (inherited): a Ctrl-C to the process group while it
+    imports would print its traceback (the caller stops on it and ends the server)."""
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
+    if threading.current_thread() is not threading.main_thread():  # no signal handling
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # a few milliseconds: the spawn
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ignore_sigint() -> None:

@@ -74,7 +74,7 @@ def report(
 
     with bars(progress) as shown:
         result = build(scenario, architecture, jobs, time_limit_s=time_limit, hit_means=means,
-                       say=shown.say if shown else say, progress=shown)  # fmt: skip
+                       say=shown.say if shown else say, progress=shown, png=False)  # fmt: skip
         step(shown, "writing the files", lambda: _write(output, markdown, result))
     console.print(
         f"wrote {safe(output)} ({len(result.html) / 1024:.0f} KiB, {len(result.figures)} plots) in "

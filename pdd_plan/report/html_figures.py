@@ -72,7 +72,8 @@ def along_mean(along: list[dict]) -> float:
     return next(r["values"][HIT_MEAN_KEY] for r in along if "index" not in r)
 
 
-def report_figures(s, result, rows, plans, rdata, catalog, architecture) -> list:
+def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=True) -> list:
+    """[(Figure, PNG bytes or None where `png` is False)] of the four figures."""
     hit_rows = sorted((r for r in rows if HIT_MEAN_KEY in r["values"]
                        and ARCH_KEY not in r["values"]),
                       key=lambda r: r["values"][HIT_MEAN_KEY])  # fmt: skip
@@ -102,8 +103,8 @@ def report_figures(s, result, rows, plans, rdata, catalog, architecture) -> list
                                ("composition", composition, SECTION_CASES),
                                ("tornado", tornado, SECTION_CASES),
                                ("pareto", pareto, SECTION_COMPARE)):  # fmt: skip
-        svg, png = plots.render(fig)
-        out.append((Figure(name, svg, captions[name], section), png))
+        svg, png_bytes = plots.render(fig, png=png)
+        out.append((Figure(name, svg, captions[name], section), png_bytes))
     return out
 
 
