@@ -139,31 +139,53 @@ class _Normal:
 def time_average_factor(window_s: np.ndarray, holds_s: np.ndarray, hold_weights) -> np.ndarray:
     """g(T): the variance of an M/G/inf occupancy averaged over a window T, over its
     variance at an instant; holds S take `holds_s` with weights `hold_weights`."""
-    # on the distinct values only: classes share a handful of output lengths
-    s, inverse = np.unique(np.round(np.asarray(holds_s, float), 6), return_inverse=True)
-    w = np.bincount(inverse, weights=np.asarray(hold_weights, float), minlength=len(s))[None, :]
-    s = s[None, :]
-    windows, back = np.unique(np.round(np.asarray(window_s, float), 6), return_inverse=True)
-    t = np.maximum(windows, 1e-12)[:, None]
-    # int_0^T (T - u) (s - u)^+ du, for s >= T and s < T
-    inner = np.where(s >= t, t * t * s / 2 - t**3 / 6, t * s * s / 2 - s**3 / 6)
-    mean_hold = float((w * s).sum()) / float(w.sum())
-    if mean_hold <= 0:
-        return np.zeros(np.shape(window_s))
-    factor = (2.0 / t[:, 0] ** 2) * (w * inner).sum(axis=1) / float(w.sum()) / mean_hold
-    return factor[back.reshape(np.shape(window_s))]
+    return _Holds(holds_s, hold_weights).factor(window_s)
 
 
-def batch_sd_s(instance, batch: float, instances: int, context: float, window_s, holds_s,
-               hold_weights) -> np.ndarray:  # fmt: skip
-    """Spread of the mean step a request sees over a life of `window_s`."""
-    if batch <= 0 or instances < 1:
-        return np.zeros(np.shape(window_s))
-    low, high = max(batch - 1.0, 1.0), batch + 1.0
-    steps = np.asarray(instance.decode_step_s(np.array([low, high]), context), float)
-    slope = float(steps[1] - steps[0]) / (high - low)
-    g = time_average_factor(window_s, holds_s, hold_weights)
-    return slope * np.sqrt(batch / instances * g)
+class _Holds:
+    """The holds' distribution of `time_average_factor`, built once for any windows."""
+
+    def __init__(self, holds_s: np.ndarray, hold_weights):
+        # on the distinct values only: classes share a handful of output lengths
+        s, inverse = np.unique(np.round(np.asarray(holds_s, float), 6), return_inverse=True)
+        w = np.bincount(inverse, weights=np.asarray(hold_weights, float), minlength=len(s))
+        self.w, self.s = w[None, :], s[None, :]
+        self.s3_6 = self.s**3 / 6
+        self.w_sum = float(self.w.sum())
+        self.mean_hold = float((self.w * self.s).sum()) / self.w_sum
+
+    def factor(self, window_s) -> np.ndarray:
+        if self.mean_hold <= 0:
+            return np.zeros(np.shape(window_s))
+        s, w = self.s, self.w
+        windows, back = np.unique(np.round(np.asarray(window_s, float), 6), return_inverse=True)
+        t = np.maximum(windows, 1e-12)[:, None]
+        # int_0^T (T - u) (s - u)^+ du, for s >= T and s < T
+        inner = np.where(s >= t, t * t * s / 2 - t**3 / 6, t * s * s / 2 - self.s3_6)
+        factor = (2.0 / t[:, 0] ** 2) * (w * inner).sum(axis=1) / self.w_sum / self.mean_hold
+        return factor[back.reshape(np.shape(window_s))]
+
+
+class LifeSpread:
+    """Spread of the mean step a request sees over a life of `window_s` (`sd_s`), for one
+    pool at one load: the step's slope in the batch and the holds' distribution found
+    once for any number of windows (tpot_rows asks for two)."""
+
+    def __init__(self, instance, batch: float, instances: int, context: float, holds_s,
+                 hold_weights):  # fmt: skip
+        self.idle = batch <= 0 or instances < 1
+        if self.idle:
+            return
+        low, high = max(batch - 1.0, 1.0), batch + 1.0
+        steps = np.asarray(instance.decode_step_s(np.array([low, high]), context), float)
+        self.slope = float(steps[1] - steps[0]) / (high - low)
+        self.per_instance = batch / instances
+        self.holds = _Holds(holds_s, hold_weights)
+
+    def sd_s(self, window_s) -> np.ndarray:
+        if self.idle:
+            return np.zeros(np.shape(window_s))
+        return self.slope * np.sqrt(self.per_instance * self.holds.factor(window_s))
 
 
 def weighted_quantiles_dict(rows: TpotRows, cdf, quantiles: dict[str, float]) -> dict:

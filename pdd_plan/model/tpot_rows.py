@@ -13,7 +13,7 @@ from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_side import DecodeSide, context_tokens
 from pdd_plan.model.handoff import catch_up_switch_gaps_s
 from pdd_plan.model.setup import Setup
-from pdd_plan.model.tpot import TpotRows, batch_sd_s
+from pdd_plan.model.tpot import LifeSpread, TpotRows
 
 
 def _md_interruptions(setup: Setup, side: DecodeSide, rate: float, service: np.ndarray):
@@ -40,11 +40,12 @@ def tpot_rows(setup: Setup, side: DecodeSide, rate: float, service: np.ndarray) 
     wall = side.md_step_s  # a step as the requests see it (colocated: with the pauses)
     holds = side.md_tokens * md_step
     context = context_tokens(c, side.md_tokens, side.md_weights)
+    spread = LifeSpread(setup.decode.instance, side.md.batch, setup.decode.group.count,
+                        context, holds, side.md_weights)  # fmt: skip
 
     def md_part(tokens: np.ndarray):
         """sd and interruptions of `tokens` steps on the finishing role."""
-        sd = batch_sd_s(setup.decode.instance, side.md.batch, setup.decode.group.count,
-                        context, tokens * md_step, holds, side.md_weights)  # fmt: skip
+        sd = spread.sd_s(tokens * md_step)
         return sd / gaps * tokens, per_inst * tokens * wall
 
     ones = np.ones(len(c))

@@ -239,3 +239,51 @@ def test_erlang_b_checks_its_arguments_before_the_memo():
         queueing.erlang_b(3.0, 2.0)  # a float that happens to be whole: never the memo's int
     with pytest.raises(ValueError):
         queueing.erlang_b(3, -1.0)
+
+
+# ---------------------------------------------------------------------------- batch spread
+
+
+class _Engine:
+    """A decode step convex in the batch, so the slope depends on where it is taken."""
+
+    def decode_step_s(self, batch, context):
+        b = np.asarray(batch, float)
+        return 0.01 + 2e-5 * b + 3e-8 * b * b + 1e-9 * context
+
+
+def _reference_sd_s(instance, batch, instances, context, window_s, holds_s, hold_weights):
+    """batch_sd_s and time_average_factor as they were: one call per window set."""
+    if batch <= 0 or instances < 1:
+        return np.zeros(np.shape(window_s))
+    low, high = max(batch - 1.0, 1.0), batch + 1.0
+    steps = np.asarray(instance.decode_step_s(np.array([low, high]), context), float)
+    slope = float(steps[1] - steps[0]) / (high - low)
+    s, inverse = np.unique(np.round(np.asarray(holds_s, float), 6), return_inverse=True)
+    w = np.bincount(inverse, weights=np.asarray(hold_weights, float), minlength=len(s))[None, :]
+    s = s[None, :]
+    windows, back = np.unique(np.round(np.asarray(window_s, float), 6), return_inverse=True)
+    t = np.maximum(windows, 1e-12)[:, None]
+    inner = np.where(s >= t, t * t * s / 2 - t**3 / 6, t * s * s / 2 - s**3 / 6)
+    mean_hold = float((w * s).sum()) / float(w.sum())
+    if mean_hold <= 0:
+        return slope * np.sqrt(batch / instances * np.zeros(np.shape(window_s)))
+    g = (2.0 / t[:, 0] ** 2) * (w * inner).sum(axis=1) / float(w.sum()) / mean_hold
+    return slope * np.sqrt(batch / instances * g[back.reshape(np.shape(window_s))])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_life_spread_equals_the_reference_for_every_window_set(seed):
+    r = np.random.default_rng(seed)
+    n = int(r.integers(1, 60))
+    holds = r.choice(r.uniform(0.0, 40.0, 6), n) * (r.random(n) > 0.1 * (seed % 3 == 0))
+    holds = holds * (seed != 7)  # seed 7: every hold 0, the factor's own zero
+    weights = r.uniform(0.0, 1.0, n)
+    batch = [0.0, 0.5, 1.0, 37.3, 400.0][seed % 5]
+    instances = int(r.integers(0, 5)) if seed % 4 == 0 else int(r.integers(1, 9))
+    spread = tpot.LifeSpread(_Engine(), batch, instances, 3000.0, holds, weights)
+    for _ in range(3):  # several window sets from the one spread
+        windows = r.choice(r.uniform(0.0, 60.0, 8), n)
+        got = spread.sd_s(windows)
+        want = _reference_sd_s(_Engine(), batch, instances, 3000.0, windows, holds, weights)
+        assert got.tobytes() == want.tobytes()
