@@ -17,10 +17,9 @@ from pdd_plan.report.files import write_atomic
 
 
 def _hit_means(text: str | None):
-    from pdd_plan.report_build import HIT_MEANS
-
+    """The means `--hit-rates` names, checked; None when not given (build's default)."""
     if text is None:
-        return HIT_MEANS
+        return None
     try:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
@@ -61,19 +60,22 @@ def report(
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
-    from pdd_plan.report_build import build
-
     if architecture is not None:
         check_architecture(architecture)
     check_outputs([scenario], {"--output": output, "--markdown": markdown})
     means = _hit_means(hit_rates)
     start = time.perf_counter()
+    from pdd_plan.sweep import warm_pool_server
+
+    warm_pool_server()  # the pool's fork server imports the solver as this process does
+    from pdd_plan.report_build import HIT_MEANS, build
 
     def say(text: str) -> None:
         typer.echo(f"report: {text}...", err=True)
 
     with bars(progress) as shown:
-        result = build(scenario, architecture, jobs, time_limit_s=time_limit, hit_means=means,
+        result = build(scenario, architecture, jobs, time_limit_s=time_limit,
+                       hit_means=means or HIT_MEANS,
                        say=shown.say if shown else say, progress=shown, png=False)  # fmt: skip
         step(shown, "writing the files", lambda: _write(output, markdown, result))
     console.print(
