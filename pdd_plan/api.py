@@ -230,9 +230,12 @@ def solve_loaded(
     resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
     time_limit_s: float = 30.0,
     deadline: float | None = None,
+    lean: bool = False,
 ) -> tuple[dict, SolveFiles]:
     """`solve_scenario` on a Scenario already loaded (or derived from one, as the report's
-    sensitivity cases are)."""
+    sensitivity cases are). `lean`: for callers that keep only the status, plan, metrics
+    and solver sections (a sweep row, a report case): no role arithmetic (None), BOM or
+    resolved scenario, about a tenth of a default solve's CPU."""
     from pdd_plan.plan.solve import solve  # PuLP loads only for the commands that solve
 
     catalog = catalog or Catalog()
@@ -273,12 +276,14 @@ def solve_loaded(
     if out["metrics"]:
         out["metrics"]["warnings"] += coarsening_notes(s.workload, resolution)
     out["role_arithmetic"] = None
-    if result.deployment is not None:
+    if result.deployment is not None and not lean:
         setup = prepare(
             s, result.deployment, catalog.model_for(s), catalog.gpus, catalog.lines, resolution
         )
         out["role_arithmetic"] = role_arithmetic(setup, s.workload.arrival_rate_per_s)
     _name_profile(out, s, result.deployment)
+    if lean:
+        return out, SolveFiles(result.lp_text, "", {}, run=result)
     bom = bom_csv(out["plan"], s, catalog) if out["plan"] else ""
     return out, SolveFiles(result.lp_text, bom, scenario_json(s), run=result)
 

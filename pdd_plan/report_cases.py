@@ -30,7 +30,9 @@ def case_entry(
 
     entry = {"case": case, "change": change}
     try:
-        result, _ = api.solve_loaded(variant, architecture, catalog, resolution, time_limit_s)
+        result, _ = api.solve_loaded(
+            variant, architecture, catalog, resolution, time_limit_s, lean=True
+        )  # an entry keeps status, plan and metrics
     except InfeasibleError as exc:
         return {**entry, "status": "infeasible", "plan": None, "metrics": None,
                 "reason": str(exc)}  # fmt: skip

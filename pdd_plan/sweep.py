@@ -208,7 +208,9 @@ def _solve_or_evaluate(sweep: Sweep, edits: dict, catalog: Catalog) -> dict:
     s, _ = edited(sweep.data, edits, sweep.label, catalog)
     if sweep.plan_path is None:
         architecture = edits.get(ARCH_KEY, sweep.architecture)
-        result, _ = api.solve_loaded(s, architecture, catalog, sweep.resolution, sweep.time_limit_s)
+        result, _ = api.solve_loaded(
+            s, architecture, catalog, sweep.resolution, sweep.time_limit_s, lean=True
+        )  # a row keeps status, plan and metrics
         if result["status"] == "infeasible":
             result["error"] = api.no_plan_reason(result)
         elif result["status"] == "unproven":  # stopped at --time-limit: nothing proven

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pdd_plan import report_build
+from pdd_plan import api, report_build
 from pdd_plan import sweep as sw
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario
@@ -145,3 +145,16 @@ def test_point_and_case_answers_as_the_two_calls_made_apart(monkeypatch):
     del row["wall_s"], apart_row["wall_s"]  # the one field two equal runs differ in
     assert row == apart_row
     assert entry == apart_entry and entry["plan"] == row["plan"]
+
+
+def test_a_lean_solve_is_the_full_one_less_its_arithmetic_and_files():
+    """Sweep rows and report cases solve `lean`: what they keep is the full solve's."""
+    catalog = Catalog()
+    s = load_scenario(TINY, catalog)
+    full, files = api.solve_loaded(s, "pdd", catalog, COARSE)
+    lean, lean_files = api.solve_loaded(s, "pdd", catalog, COARSE, lean=True)
+    assert full["role_arithmetic"] and lean["role_arithmetic"] is None
+    for out in (full, lean):
+        del out["solver"]["wall_s"]  # the one field two equal solves differ in
+    assert lean == {**full, "role_arithmetic": None}
+    assert files.bom_csv.count("\n") > 3 and lean_files.bom_csv == ""
