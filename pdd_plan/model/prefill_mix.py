@@ -34,13 +34,14 @@ from pdd_plan.model.roofline import Instance
 # The operating batch to 1e-5 of the budget (under 6 tokens at the largest default
 # budget, 32 GPUs x 16,384; its step to the same fraction of a full step).
 _FIXED_POINT_TOL_FRAC = 1e-5
-# Mixes remembered per process: a solve meets a few instance shapes per role (4 on the
-# default scenario's PDD solve); a sweep starts afresh once past this.
+# Mixes remembered per process: a solve meets a few instance shapes per role (5 on the
+# default scenario's PDD solve, 9 on pdd-paper's, 27 for its three architectures); a
+# sweep starts afresh once past this.
 _MIX_MEMO_LIMIT = 32
-# Entries of each memo inside a mix (step figures, step laws, pools): a solve asks a few
-# thousand token counts of one mix at most (about 1,000 on pdd-paper's PDD solve). At
-# most 32 mixes x 3 x 2,048 small entries (under 1 kB each): < 200 MB worst case, a few MB
-# in practice.
+# Entries of each memo inside a mix (step figures, step laws, pools): a solve asks up to
+# about 1,300 token counts of one mix (pdd-paper's PDD solve). At most 32 mixes x 3 x
+# 2,048 entries of under 1 kB: about 130 MB worst case; 11 MB measured (tracemalloc, with
+# the gate's memos) after pdd-paper's PDD solve.
 _ENTRY_MEMO_LIMIT = 2048
 
 
