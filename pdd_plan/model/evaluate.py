@@ -29,6 +29,13 @@ from pdd_plan.model.mixed_pool import (
 from pdd_plan.model.network import rdma_transfer_s, wan_transfer
 from pdd_plan.model.prefill_batch import prefill_queue
 from pdd_plan.model.queueing import WaitModel
+from pdd_plan.model.regime import (  # noqa: F401  (re-exported: the evaluate API)
+    DECODE_ROLES,
+    DECODE_TRUST_LIMIT_FRAC,
+    WAN_TRUST_LIMIT_FRAC,
+    binding_role,
+    regime_warnings,
+)
 from pdd_plan.model.setup import (  # noqa: F401  (re-exported: the evaluate API)
     DECODE_ROLE,
     PREFILL_ROLE,
@@ -330,47 +337,6 @@ def goodput_rps(setup: Setup, rel_tol: float = 1e-3, known=(0.0, math.inf)) -> f
         else:
             high = mid
     return low
-
-
-# Above this line utilisation the stationary WAN model is outside what it can vouch for:
-# the published narrow-mix run (pdd-system.md §3) saturated its connection pool and
-# queued for seconds at about this load, which no steady-state flow model reproduces.
-WAN_TRUST_LIMIT_FRAC = 0.90
-
-
-DECODE_ROLES = ("decode", "main_decode")
-# Above this share of a decode role's slots the wait for a slot is a many-server queue
-# near saturation, which the closed form underestimates (benchmarks/agreement.py).
-DECODE_TRUST_LIMIT_FRAC = 0.95
-
-
-def regime_warnings(snap: Snapshot | None) -> tuple[str, ...]:
-    """Where the closed forms are known to be optimistic, say so beside the numbers."""
-    if snap is None:
-        return ("saturated at the offered rate: latency percentiles are undefined",)
-    out = []
-    if snap.wan_utilization_frac >= WAN_TRUST_LIMIT_FRAC:
-        out.append(
-            f"WAN line at {snap.wan_utilization_frac:.0%} of capacity: measured runs this close "
-            "to capacity saturate the connection pool and queue for seconds, which this "
-            "steady-state model does not predict; lease more line or plan below "
-            f"{WAN_TRUST_LIMIT_FRAC:.0%}"
-        )
-    decode = {r: u for r, u in snap.utilization_frac.items() if r in DECODE_ROLES}
-    full = [r for r, u in decode.items() if u >= DECODE_TRUST_LIMIT_FRAC]
-    if full:
-        out.append(
-            f"{', '.join(full)} at {max(decode[r] for r in full):.0%} of its slots: the wait "
-            "for a decode slot rises steeply this close to capacity and long simulated runs "
-            "put it above this model's (README: the simulator and how well the closed forms "
-            "agree); plan below "
-            f"{DECODE_TRUST_LIMIT_FRAC:.0%}"
-        )
-    return tuple(out)
-
-
-def binding_role(utilization: dict[str, float]) -> str:
-    return max(utilization, key=utilization.get) if utilization else ""
 
 
 def evaluate(
