@@ -75,7 +75,7 @@ _MAX_FEEDBACK = 1.0 - 1e-9
 # 10,000 (1 % CV: a fixed step), clamped outside. 400 points in y and 12 per factor e
 # in k put the moments within 0.3 % of a 6,000-point quadrature of the incomplete gamma
 # function (CV² 0.02-50, c 2-10) and P0 within 3e-4; E[G] within 1e-5 of the exact
-# E[L] / c (tests/unit/test_prefill_gate.py). A table is 43 ms to build.
+# E[L] / c (tests/unit/test_prefill_gate.py). A whole table is ~30 ms to build.
 _GRID_POINTS = 400
 _GRID_LOW_FRAC = 1e-5
 _GRID_SCALES = 60.0
@@ -92,20 +92,38 @@ _GAP_TAIL_MEMO = 256
 _P0_MEMO = 16
 
 
+_SHAPE_ROWS = int(math.ceil(math.log(_SHAPE_HIGH / _SHAPE_LOW) * _SHAPES_PER_E)) + 1  # 167
+
+
 @lru_cache(maxsize=32)
-def _tail_table(servers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """(y grid, ln k grid, P(G > y E[L]) per row of k, the grid step in ln y)."""
+def _tail_grid(servers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(y grid, ln k grid, k grid, the grid step in ln y) of the table for `servers`."""
     top = 1.0 + _GRID_SCALES / _SHAPE_LOW
     y = np.geomspace(_GRID_LOW_FRAC / servers, top, _GRID_POINTS)
-    rows = int(math.ceil(math.log(_SHAPE_HIGH / _SHAPE_LOW) * _SHAPES_PER_E)) + 1
-    log_k = np.linspace(math.log(_SHAPE_LOW), math.log(_SHAPE_HIGH), rows)
-    k = np.exp(log_k)[:, None]
-    t = y[None, :] * k  # x / θ
+    log_k = np.linspace(math.log(_SHAPE_LOW), math.log(_SHAPE_HIGH), _SHAPE_ROWS)
+    return y, log_k, np.exp(log_k), math.log(top / y[0]) / (_GRID_POINTS - 1)
+
+
+# a row is built when first asked (read-only, shared): a solve reads a few dozen of the
+# 167 rows per pool size (12 on the default scenario, 24-84 per size on pdd-paper)
+@lru_cache(maxsize=32 * _SHAPE_ROWS)
+def _tail_row(servers: int, row: int) -> np.ndarray:
+    """P(G > y E[L]) on the y grid for the gamma shape k of `row` of the table."""
+    y, _, shapes, _ = _tail_grid(servers)
+    k = shapes[row]
+    t = y * k  # x / θ
     survival = gammaincc(k, t)
     # ∫_x^∞ F̄ / E[L] for a gamma: Q(k + 1, t) - (t / k) Q(k, t)
     residual = np.clip(gammaincc(k + 1.0, t) - (t / k) * survival, 0.0, 1.0)
     tail = survival * residual ** (servers - 1)
-    return y, log_k, tail, math.log(top / y[0]) / (_GRID_POINTS - 1)
+    tail.setflags(write=False)
+    return tail
+
+
+def _tail_table(servers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(y grid, ln k grid, P(G > y E[L]) per row of k, the grid step in ln y)."""
+    y, log_k, _, step = _tail_grid(servers)
+    return y, log_k, np.array([_tail_row(servers, r) for r in range(_SHAPE_ROWS)]), step
 
 
 _TRAPEZOID = np.full(_GRID_POINTS, 1.0)
@@ -123,11 +141,11 @@ def _gap_tail(mean_s: float, var_s2: float, servers: int):
 @lru_cache(maxsize=_GAP_TAIL_MEMO)
 def _gap_tail_at(m: float, var_s2: float, servers: int):
     shape = m * m / max(var_s2, 1e-300)
-    y, log_k, tail, step = _tail_table(servers)
+    y, log_k, _, step = _tail_grid(servers)
     at = (math.log(min(max(shape, _SHAPE_LOW), _SHAPE_HIGH)) - log_k[0]) / (log_k[1] - log_k[0])
     i = min(int(at), len(log_k) - 2)
     f = at - i
-    x, law = m * y, tail[i] * (1.0 - f) + tail[i + 1] * f
+    x, law = m * y, _tail_row(servers, i) * (1.0 - f) + _tail_row(servers, i + 1) * f
     x.setflags(write=False)
     law.setflags(write=False)
     return x, law, step
@@ -137,7 +155,7 @@ def _gap_tail_at(m: float, var_s2: float, servers: int):
 def _discounts(m: float, lam: float, servers: int):
     """(e^(-λx), e^(-2λx), (1 - λx) e^(-λx)) on `_gap_tail`'s grid x for mean step m,
     read-only: fixed while the variance's fixed point moves the gap's law."""
-    x = m * _tail_table(servers)[0]
+    x = m * _tail_grid(servers)[0]
     once, twice, slope = (
         np.exp(-lam * x),
         np.exp(-2.0 * lam * x),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.special import gammaincc
 
 from pdd_plan.model import prefill_gate as gate
 
@@ -79,3 +80,22 @@ def test_a_step_law_remembers_p0_per_rate():
     for r in np.linspace(0.1, 50.0, 3 * gate._P0_MEMO):  # bounded
         law.empty_take_prob(float(r))
         assert len(law._p0_memo) <= gate._P0_MEMO
+
+
+@pytest.mark.parametrize("servers", [2, 3, 10])
+def test_rows_built_alone_are_the_whole_tables(servers):
+    """The table's rows, built one at a time when asked, equal the whole table built at
+    once (gamma steps: P(G > x) = Q(k, t) (Q(k + 1, t) - (t / k) Q(k, t))^(c - 1), t =
+    y k), bit for bit; a row asked again is the same array."""
+    y, log_k, _, _ = gate._tail_grid(servers)
+    k = np.exp(log_k)[:, None]
+    t = y[None, :] * k
+    survival = gammaincc(k, t)
+    whole = survival * np.clip(gammaincc(k + 1.0, t) - (t / k) * survival, 0.0, 1.0) ** (
+        servers - 1
+    )
+    for row in (0, 1, 80, len(log_k) - 1):
+        assert np.array_equal(gate._tail_row(servers, row), whole[row])
+        assert gate._tail_row(servers, row) is gate._tail_row(servers, row)
+    assert np.array_equal(gate._tail_table(servers)[2], whole)
+    assert not np.array_equal(gate._tail_row(servers, 80), gate._tail_row(servers + 1, 80))
