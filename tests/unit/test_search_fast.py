@@ -108,3 +108,26 @@ def test_a_ceiling_settled_by_a_cheap_term_asks_no_bisection():
     assert Ceiling(math.inf, [(slow, 2), (Fixed(5.0), 1)]).at_most(6.0)  # 5 <= 6
     assert slow.calls == 0
     assert Ceiling(3.0, [(slow, 2)]).at_most(3.0) and slow.calls == 0  # the line settles it
+
+
+def test_a_corner_that_keeps_passing_is_tested_at_doubling_rises_of_the_rate():
+    """search.Search._recheck: not at a group's first evaluation, then at its second; after
+    k passing tests, again once the rate rose RECHECK_REL x 2^(k-1) (2 %, 4 %, 8 %...)."""
+    from types import SimpleNamespace
+
+    from pdd_plan.plan.search import RECHECK_REL, Search
+
+    walk = SimpleNamespace(_tried={})
+
+    def ask(rate: float, key="g") -> bool:
+        return Search._recheck(walk, key, rate)
+
+    assert RECHECK_REL == 0.02  # the margins below are written for it
+    assert not ask(50.0)  # the group's first evaluation: no corner test
+    assert ask(50.0)  # its second: tested (passed at 50)
+    assert not ask(50.0 * 1.019) and ask(50.0 * 1.021)  # 2 % above 50
+    last = 50.0 * 1.021
+    assert not ask(last * 1.039) and ask(last * 1.041)  # then 4 %
+    last *= 1.041
+    assert not ask(last * 1.079) and ask(last * 1.081)  # then 8 %
+    assert not ask(10.0, key="h") and ask(10.0, key="h")  # each group on its own
