@@ -53,6 +53,11 @@ def _memo(method):
 # per entry is 1.4e17).
 _INT_PATH_MAX_TOKENS = 2**40
 
+# `kv_bytes` of arrays of up to this many counts is memoised per (dtype, counts), this
+# many entries (the planner asks the same classes' KV at every rate; at most 8 MB)
+_ARRAY_MEMO_MAX_ELEMENTS = 256
+_ARRAY_MEMO_LIMIT = 2048
+
 # Embeddings, norms and routers stay in 16 bits when an engine quantises the linears.
 EMBEDDING_DTYPE = "bf16"
 
@@ -153,6 +158,19 @@ class ModelSpec:
         if isinstance(tokens, int) and 0 <= tokens < _INT_PATH_MAX_TOKENS:
             return self._kv_bytes_int(int(tokens), kv_dtype)
         length = np.asarray(tokens, dtype=np.int64)
+        if length.ndim == 0 or length.size > _ARRAY_MEMO_MAX_ELEMENTS:
+            return self._kv_bytes_numpy(length, kv_dtype)
+        memo = self._cache.setdefault("kv_bytes_arrays", {})
+        key = (kv_dtype, length.shape, length.tobytes())
+        found = memo.get(key)
+        if found is None:
+            found = self._kv_bytes_numpy(length, kv_dtype)
+            if len(memo) >= _ARRAY_MEMO_LIMIT:
+                memo.clear()
+            memo[key] = found
+        return found.copy()  # the caller may write into its result
+
+    def _kv_bytes_numpy(self, length: np.ndarray, kv_dtype: str):
         if np.any(length < 0):
             raise ValueError("token counts must be >= 0")
         total = np.zeros(length.shape, dtype=float)

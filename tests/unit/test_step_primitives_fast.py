@@ -349,3 +349,25 @@ def test_prefill_times_for_an_array_equal_the_scalar_calls(catalog, gpus):
             inst.prefill_time_s(bad)
         with pytest.raises(ValueError), np.errstate(invalid="ignore"):
             inst.prefill_time_s(np.array([1.0, bad]))
+
+
+def test_kv_bytes_array_memo_is_keyed_and_cannot_be_corrupted(catalog):
+    """A repeated array gets the figures its elements have one by one (plain-number path),
+    whatever a caller wrote into an earlier result; another dtype, another count or
+    another shape is its own entry; negative counts are refused every time."""
+    model = catalog.model("gpt_oss_120b")  # a window (128) and a full cache
+    counts = np.array([0, 1, 127, 128, 129, 9000], dtype=np.int64)
+    for kv in ("bf16", "fp8"):
+        want = [model.kv_bytes(int(n), kv) for n in counts]
+        first = model.kv_bytes(counts, kv)
+        assert first.tolist() == want
+        first[:] = -1.0
+        assert model.kv_bytes(counts.copy(), kv).tolist() == want
+    assert model.kv_bytes(counts, "fp8")[-1] < model.kv_bytes(counts, "bf16")[-1]
+    moved = counts.copy()
+    moved[-1] = 9001
+    assert model.kv_bytes(moved, "bf16")[-1] == model.kv_bytes(9001, "bf16")
+    assert model.kv_bytes(counts[:, None], "bf16").shape == (6, 1)
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            model.kv_bytes(np.array([5, -1]), "bf16")
