@@ -308,18 +308,23 @@ def _meets_sla(setup: Setup, rate: float) -> bool:
     return True
 
 
-def goodput_rps(setup: Setup, rel_tol: float = 1e-3, known=(0.0, math.inf)) -> float:
+def goodput_rps(setup: Setup, rel_tol: float = 1e-3, known=(0.0, math.inf), answered=None) -> float:
     """The largest arrival rate that meets every SLA percentile (bisection; 0 if none).
 
     Meeting the SLA is taken as monotone in the rate: every delay grows with load. So
     `known` = (a rate met, a rate missed), from an earlier search on the same setup,
     answers the bisection's questions at or below the first and at or above the second
-    without a snapshot: the same steps, the same answer, fewer evaluations.
+    without a snapshot: the same steps, the same answer, fewer evaluations. `answered`:
+    {rate: met} for rates already judged (`evaluate`'s offered rate), asked no more.
     """
     met, missed = known
+    answered = answered or {}
 
     def meets(rate: float) -> bool:
-        return rate <= met or (rate < missed and meets_sla(setup, rate))
+        if rate <= met or rate >= missed:
+            return rate <= met
+        got = answered.get(rate)
+        return meets_sla(setup, rate) if got is None else got
 
     low, high = 0.0, max(setup.scenario.workload.arrival_rate_per_s, 1e-3)
     while meets(high):
@@ -355,9 +360,7 @@ def evaluate(
     checks = sla_checks(setup, snap) if snap else {}
     met = bool(snap) and all(v["value"] <= v["limit"] for v in checks.values())
     # the goodput search asks first about the offered rate: answered here already
-    low, high = known
-    known = (max(low, rate), high) if met else (low, min(high, rate))
-    goodput = goodput_rps(setup, goodput_rel_tol, known)
+    goodput = goodput_rps(setup, goodput_rel_tol, known, answered={rate: met})
     nan = {"p50": float("nan"), "p90": float("nan"), "p99": float("nan")}
     metrics = Metrics(
         offered_rps=rate,

@@ -127,3 +127,21 @@ def test_evaluate_never_recomputes_the_offered_rate(setups, monkeypatch):
     offered = setup.scenario.workload.arrival_rate_per_s
     ev.evaluate(setup)
     assert offered not in asked
+
+
+def test_answered_rates_are_asked_no_more_and_never_override_the_bracket(monkeypatch):
+    from types import SimpleNamespace
+
+    setup = SimpleNamespace(scenario=SimpleNamespace(workload=SimpleNamespace(
+        arrival_rate_per_s=20.0)))  # fmt: skip
+    asked = []
+    monkeypatch.setattr(ev, "meets_sla", lambda s, r: asked.append(r) or r <= 33.3)
+    plain = ev.goodput_rps(setup)
+    assert 33.3 * (1 - 1e-3) <= plain <= 33.3  # the step's edge, by the bisection's tolerance
+    asked.clear()
+    assert ev.goodput_rps(setup, answered={20.0: True}) == plain
+    assert 20.0 not in asked  # the search's first question, answered
+    # a bracket that says 20 was missed is obeyed before any answer (as before `answered`)
+    asked.clear()
+    bracketed = ev.goodput_rps(setup, known=(0.0, 20.0), answered={20.0: True})
+    assert bracketed == ev.goodput_rps(setup, known=(0.0, 20.0)) < 20.0
