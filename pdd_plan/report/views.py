@@ -3,11 +3,15 @@ tables and for `--format json`."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pdd_plan.loaders.catalog import GPU_FIELDS, Catalog
 from pdd_plan.model.hardware import Gpu, LineTier
-from pdd_plan.model.llm import ModelSpec
-from pdd_plan.model.scenario import Scenario
 from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
+
+if TYPE_CHECKING:  # annotations only: `catalog list` reads no model, and loads no numpy
+    from pdd_plan.model.llm import ModelSpec
+    from pdd_plan.model.scenario import Scenario
 
 CONTEXT_POINTS_TOKENS = (1, 4096, 65536, 131072)
 
