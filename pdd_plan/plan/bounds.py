@@ -26,6 +26,7 @@ of evaluate on the safe side: a bound may be a little weak, never too strong.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -355,3 +356,24 @@ def wan_bits_per_request(arch: str, c: RequestClasses, routes) -> float:
     saturates at rates where rate x this reaches its goodput."""
     crossing = routes.path != rt.LOCAL if arch != "pdd" else routes.wan_payload_bytes > 0
     return float(np.dot(c.weight[crossing], routes.wan_payload_bytes[crossing])) * 8
+
+
+@dataclass
+class Ceiling:
+    """The least of a line's saturation rate and bounds' max_rate(n) (`terms`: (bound, n)),
+    compared with a rate without finishing a bound's bisection where the comparison is
+    settled before (bounds.SupRate): the least is at most a rate iff one of them is."""
+
+    line_rps: float
+    terms: list
+
+    def at_most(self, rate: float, strict: bool = False) -> bool:
+        """value() <= rate (`strict`: value() < rate)."""
+        if self.line_rps < rate or (not strict and self.line_rps == rate):
+            return True
+        # the bounds that do not bisect first: they settle it at no cost when they can
+        terms = sorted(self.terms, key=lambda t: isinstance(t[0], PrefillBound))
+        return any(b.max_rate_at_most(n, rate, strict) for b, n in terms)
+
+    def value(self) -> float:
+        return min([self.line_rps, *(b.max_rate(n) for b, n in self.terms)])

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pdd_plan.model.deployment import Deployment, InstanceGroup
 from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, meets_sla, prepare
 from pdd_plan.model.workload import request_classes
-from pdd_plan.plan.bounds import PrefillBound
+from pdd_plan.plan.bounds import Ceiling
 from pdd_plan.plan.ceilings import line_within_cap
 from pdd_plan.plan.space import MAX_COUNT, LineOption, Space, Spaces
 
@@ -153,6 +153,7 @@ class Search:
     def __post_init__(self):
         s, w = self.scenario, self.scenario.workload
         self.dists = (w.prefix_hit_rate, *w.hit_rate_alternatives.values())
+        self._misses = [0] * len(self.dists)  # per distribution: plans found to miss under it
         classes = [
             request_classes(w.input_tokens, w.output_tokens, d, self.resolution) for d in self.dists
         ]
@@ -173,14 +174,13 @@ class Search:
         for sp in self.spaces:
             sp.lines = tuple(o for o in sp.lines if o.max_rate_rps * self._line_cap >= floor)
 
-    def meets(self, d: Deployment, rate: float) -> bool:
-        """Whether `d` meets the SLA at `rate` under every hit-rate distribution."""
+    def _entry(self, d: Deployment, rate: float) -> _Entry | None:
+        """`d`'s cache entry, its setups prepared; None when the entry already settles
+        `rate` (at or below a rate met, at or above one missed)."""
         key = (d.policy, d.instances, d.line_capacity_bits_per_s)
         e = self._cache.setdefault(key, _Entry())
-        if rate <= e.passes:
-            return True
-        if rate >= e.fails:
-            return False
+        if rate <= e.passes or rate >= e.fails:
+            return None
         if e.setups is None:
             e.setups = [
                 prepare(self.scenario, d, self.model, self.gpus, self.tiers, self.resolution, h)
@@ -192,17 +192,44 @@ class Search:
             floor, cap = self.goal.floor_rps, self._line_cap
             if not all(line_within_cap(x, floor, cap) for x in e.setups):
                 e.fails = 0.0
-                return False
+                return None
+        return e
+
+    def _missed(self, e: _Entry, dist: int, rate: float) -> None:
+        e.missed[dist] = min(e.missed.get(dist, math.inf), rate)
+        e.fails = rate  # missed under one distribution: missed
+        self._misses[dist] += 1
+
+    def meets(self, d: Deployment, rate: float) -> bool:
+        """Whether `d` meets the SLA at `rate` under every hit-rate distribution."""
+        e = self._entry(d, rate)
+        if e is None:
+            return rate <= self._cache[d.policy, d.instances, d.line_capacity_bits_per_s].passes
         self.evaluations += 1
         missed = next((i for i, x in enumerate(e.setups) if not meets_sla(x, rate)), None)
-        ok = missed is None
-        if not ok:
-            e.missed[missed] = min(e.missed.get(missed, math.inf), rate)
-        if ok:
+        if missed is None:
             e.passes = rate
-        else:
-            e.fails = rate
-        return ok
+            return True
+        self._missed(e, missed, rate)
+        return False
+
+    def _corner_misses(self, d: Deployment, rate: float) -> bool:
+        """Whether `d`, a corner, misses the SLA at `rate`, asked only under the
+        distribution that has missed most often in the walk: a miss there is a miss, which
+        is all a corner test needs (it prunes on a miss only); a pass under it proves
+        nothing and costs no second snapshot (issue #15: on pdd-paper's PDD every corner
+        passed, each under both distributions). True only when proven."""
+        e = self._entry(d, rate)
+        if e is None:
+            return rate > self._cache[d.policy, d.instances, d.line_capacity_bits_per_s].passes
+        dist = max(range(len(self.dists)), key=lambda i: (self._misses[i], -i))
+        self.evaluations += 1
+        if meets_sla(e.setups[dist], rate):
+            if len(self.dists) == 1:
+                e.passes = rate  # the only distribution: met
+            return False
+        self._missed(e, dist, rate)
+        return True
 
     def known(self, d: Deployment, dist: int) -> tuple[float, float]:
         """(a rate `d` met, a rate it missed) under hit-rate distribution `dist`, as the
@@ -369,7 +396,9 @@ class Search:
         top = self._top_line(sp, spare)
         if self._ceiling(sp, picks, counts, sp.lines[top]).at_most(rate):
             return False
-        return not check or self.meets(self.deployment(sp, picks, counts, sp.lines[top]), rate)
+        return not check or not self._corner_misses(
+            self.deployment(sp, picks, counts, sp.lines[top]), rate
+        )
 
     def _needed(self, sp: Space, picks, rate: float) -> list[InstanceGroup]:
         """Each role at the fewest instances its bounds say carry `rate` (no fewer than the
@@ -425,7 +454,7 @@ class Search:
             self._dead_groups.add(group)
             return
         rich = self.deployment(sp, picks, counts, lines[top])
-        if top - line_at >= 2 and self._recheck(row, rate) and not self.meets(rich, rate):
+        if top - line_at >= 2 and self._recheck(row, rate) and self._corner_misses(rich, rate):
             self._dead_rows.add(row)
             return
         self.consider(self.deployment(sp, picks, counts, lines[line_at]), cost, ceiling)
@@ -449,27 +478,6 @@ class Search:
             + sp.lines[0].cost_usd_per_hour
             + sp.fixed_usd_per_hour
         )
-
-
-@dataclass
-class Ceiling:
-    """The least of a line's saturation rate and bounds' max_rate(n) (`terms`: (bound, n)),
-    compared with a rate without finishing a bound's bisection where the comparison is
-    settled before (bounds.SupRate): the least is at most a rate iff one of them is."""
-
-    line_rps: float
-    terms: list
-
-    def at_most(self, rate: float, strict: bool = False) -> bool:
-        """value() <= rate (`strict`: value() < rate)."""
-        if self.line_rps < rate or (not strict and self.line_rps == rate):
-            return True
-        # the bounds that do not bisect first: they settle it at no cost when they can
-        terms = sorted(self.terms, key=lambda t: isinstance(t[0], PrefillBound))
-        return any(b.max_rate_at_most(n, rate, strict) for b, n in terms)
-
-    def value(self) -> float:
-        return min([self.line_rps, *(b.max_rate(n) for b, n in self.terms)])
 
 
 def _stop_reason(steps: int, evaluations: int, budget: int, deadline: float) -> str:

@@ -1,5 +1,5 @@
 """The walk's lazy ceilings (issue #15): bounds.SupRate answers "is the bound's max_rate at
-most this rate?" with only the bisection steps the question needs, and search.Ceiling the
+most this rate?" with only the bisection steps the question needs, and bounds.Ceiling the
 same for the least of several bounds; both must agree with the full bisection (the value
 the walk used before) on every question, in any order, and go on to the same value."""
 
@@ -8,8 +8,7 @@ from __future__ import annotations
 import math
 import random
 
-from pdd_plan.plan.bounds import PrefillBound, RoleBound, SupRate
-from pdd_plan.plan.search import Ceiling
+from pdd_plan.plan.bounds import Ceiling, PrefillBound, RoleBound, SupRate
 
 
 def full_bisection(ok, high: float) -> float:
@@ -131,3 +130,60 @@ def test_a_corner_that_keeps_passing_is_tested_at_doubling_rises_of_the_rate():
     last *= 1.041
     assert not ask(last * 1.079) and ask(last * 1.081)  # then 8 %
     assert not ask(10.0, key="h") and ask(10.0, key="h")  # each group on its own
+
+
+class _Plan:
+    """A stand-in Deployment: what the walk's cache keys on."""
+
+    def __init__(self, name: str):
+        self.policy, self.instances, self.line_capacity_bits_per_s = name, (), 0.0
+
+
+def _walk(monkeypatch, edges: dict[str, tuple[float, float]]):
+    """A Search over two hit-rate distributions whose plan `name` meets the SLA under
+    distribution i below edges[name][i] (stand-ins for prepare and meets_sla)."""
+    from types import SimpleNamespace
+
+    from pdd_plan.plan import search as sr
+
+    asked = []
+
+    def meets_sla(setup, rate):
+        asked.append(setup)
+        name, dist = setup
+        return rate < edges[name][dist]
+
+    monkeypatch.setattr(sr, "prepare", lambda s, d, m, g, t, r, h: (d.policy, h))
+    monkeypatch.setattr(sr, "meets_sla", meets_sla)
+    monkeypatch.setattr(sr, "line_within_cap", lambda setup, floor, cap: True)
+    walk = sr.Search.__new__(sr.Search)
+    walk.scenario = walk.model = walk.gpus = walk.tiers = walk.resolution = None
+    walk.dists, walk._misses, walk._cache, walk.evaluations = (0, 1), [0, 0], {}, 0
+    walk.goal, walk._line_cap = SimpleNamespace(floor_rps=1.0), 1.0
+    return walk, asked
+
+
+def test_a_corner_is_asked_under_the_distribution_that_misses_most(monkeypatch):
+    walk, asked = _walk(monkeypatch, {"a": (90.0, 40.0), "b": (90.0, 60.0), "c": (90, 80)})
+    assert not walk.meets(_Plan("a"), 50.0)  # dist 0 met, dist 1 missed
+    assert asked == [("a", 0), ("a", 1)] and walk._misses == [0, 1]
+    asked.clear()
+    assert walk._corner_misses(_Plan("b"), 70.0) and asked == [("b", 1)]  # one snapshot
+    assert not walk.meets(_Plan("b"), 75.0) and asked == [("b", 1)]  # the miss is kept
+    asked.clear()
+    assert not walk._corner_misses(_Plan("c"), 70.0) and asked == [("c", 1)]
+    assert walk.meets(_Plan("c"), 70.0) and len(asked) == 3  # a corner pass is no pass
+
+
+def test_a_corner_miss_is_always_a_miss_of_the_full_check(monkeypatch):
+    rng = random.Random(3)
+    for _ in range(50):
+        edges = {"p": (rng.uniform(10, 100), rng.uniform(10, 100))}
+        rate = rng.uniform(5, 110)
+        walk, _ = _walk(monkeypatch, edges)
+        walk._misses = [rng.randint(0, 3), rng.randint(0, 3)]
+        corner = walk._corner_misses(_Plan("p"), rate)
+        full, _ = _walk(monkeypatch, edges)
+        assert not (corner and full.meets(_Plan("p"), rate))
+        if min(edges["p"]) > rate:
+            assert not corner
