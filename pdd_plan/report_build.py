@@ -12,7 +12,9 @@ fewer in one role or one line more): the cost against TTFT P99 plot.
 
 The extra solves and the evaluations run in a process pool while this process computes
 the Markdown report's data. A variant both need (the sensitivity table's hit-rate cases
-are bathtub points) is one task there, solved once (`_submit_points`).
+are bathtub points) is one task there, solved once (`_submit_points`). The figures are
+drawn there too, side by side (the pool's fork server loads matplotlib while this process
+solves the architectures).
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY, edited
 from pdd_plan.plan.variants import case_edits, sensitivity_cases
-from pdd_plan.report import plots
 from pdd_plan.report.html import render_html
 from pdd_plan.report.html_figures import (
     PRICE_FACTORS,
@@ -48,6 +49,8 @@ from pdd_plan.report.markdown import render_report
 from pdd_plan.report.md_format import ARCH_NAMES
 
 HIT_MEANS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
+# what the pool's fork server imports besides the solver: the workers draw the figures
+DRAW_PRELOAD = ("matplotlib.pyplot",)
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def build(
     path = resolve_scenario_path(scenario)
     data = load_yaml(path, "a pdd-plan scenario")
     s, _ = edited(data, {}, str(path), catalog)
-    sw.warm_pool_server()  # it imports the solver while this process solves (no wait later)
+    sw.warm_pool_server(DRAW_PRELOAD)  # it imports while this process solves (no wait later)
     chosen, known, run = None, {}, None
     if architecture is None:  # the report of the architecture `solve` recommends
         stage("solving every architecture the scenario allows")
@@ -197,7 +200,6 @@ def build(
         point_futures, given_cases = _submit_points(pool, sweep, path, catalog)
         stage(f"solving {len(sweep.points)} hit-rate and price cases in {jobs} processes")
         _count_done(progress, f"report: plot cases ({jobs} processes)", point_futures)
-        plots.warm()  # here, where this process would wait, not after the pool's work
         if chosen is None:  # solved once: the report, compare and explain reuse it
             chosen, run = _solve_base(s, architecture, catalog, resolution, time_limit_s)
         result = chosen
@@ -227,18 +229,20 @@ def build(
             [e["future"] for e in evaluator.entries.values() if "future" in e],
         )
         plans = evaluator.results()
+        stage("drawing the plots")
+        if progress:
+            progress(PLOTS_STAGE, 0, 1)
+        # side by side in the pool, whose fork server has matplotlib loaded (DRAW_PRELOAD)
+        figures = report_figures(s, result, rows, plans, rdata, catalog, architecture, png,
+                                 pool)  # fmt: skip
+        markdown = render_report(s, rdata)
+        if progress:
+            progress(PLOTS_STAGE, 1, 1)
     except BaseException:  # an interrupt (or an infeasible scenario) ends the running cases
         sw.stop_pool(pool)
         raise
     finally:  # the cases not started are dropped
         pool.shutdown(wait=True, cancel_futures=True)
-    stage("drawing the plots")
-    if progress:
-        progress(PLOTS_STAGE, 0, 1)
-    markdown = render_report(s, rdata)
-    figures = report_figures(s, result, rows, plans, rdata, catalog, architecture, png)
-    if progress:
-        progress(PLOTS_STAGE, 1, 1)
     extra = (("Data behind the plots", plot_data(rows, plans)),)
     html = render_html(markdown, result, page_figures(figures), "bathtub", extra)
     return Report(html, markdown, {f.name: (f.svg, png) for f, png in figures}, rows, plans)

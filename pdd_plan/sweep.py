@@ -357,14 +357,15 @@ def process_pool(jobs: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(jobs, context, initializer=_ignore_sigint)
 
 
-def warm_pool_server() -> None:
+def warm_pool_server(extra_preload: tuple[str, ...] = ()) -> None:
     """Start `process_pool`'s fork server now: it imports the solver (about a second of
-    CPU) while the caller works, so that a pool made later starts its workers at once.
+    CPU) and `extra_preload` while the caller works, so that a pool made later starts its
+    workers at once (with those modules: the report's workers draw its figures).
     It starts with SIGINT ignored (inherited): a Ctrl-C to the process group while it
     imports would print its traceback (the caller stops on it and ends the server)."""
     from multiprocessing import forkserver
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
+    multiprocessing.get_context("forkserver").set_forkserver_preload([*_PRELOAD, *extra_preload])
     if threading.current_thread() is not threading.main_thread():  # no signal handling
         forkserver.ensure_running()
         return

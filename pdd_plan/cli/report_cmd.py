@@ -67,7 +67,8 @@ def report(
     start = time.perf_counter()
     from pdd_plan.sweep import warm_pool_server
 
-    warm_pool_server()  # the pool's fork server imports the solver as this process does
+    # the pool's fork server imports the solver and matplotlib as this process imports
+    warm_pool_server(("matplotlib.pyplot",))  # report_build.DRAW_PRELOAD, not imported yet
     from pdd_plan.report_build import HIT_MEANS, build
 
     def say(text: str) -> None:

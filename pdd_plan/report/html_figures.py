@@ -72,8 +72,10 @@ def along_mean(along: list[dict]) -> float:
     return next(r["values"][HIT_MEAN_KEY] for r in along if "index" not in r)
 
 
-def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=True) -> list:
-    """[(Figure, PNG bytes or None where `png` is False)] of the four figures."""
+def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=True,
+                   pool=None) -> list:  # fmt: skip
+    """[(Figure, PNG bytes or None where `png` is False)] of the four figures, drawn side
+    by side in `pool` (an executor) when given."""
     hit_rows = sorted((r for r in rows if HIT_MEAN_KEY in r["values"]
                        and ARCH_KEY not in r["values"]),
                       key=lambda r: r["values"][HIT_MEAN_KEY])  # fmt: skip
@@ -82,29 +84,38 @@ def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=Tru
                 "plan": result["plan"], "metrics": result["metrics"]}  # fmt: skip
     along = sorted([*hit_rows, base_row], key=lambda r: r["values"][HIT_MEAN_KEY])
     series, ratio = _bathtub_series(architecture, along, rows, rdata, baseline(s, architecture))
-    bathtub = plots.bathtub(series, base_mean, ratio)
     groups = sorted({g for r in along for g in gpu_groups(r["plan"])})
-    composition = plots.composition(
-        [f"{r['values'][HIT_MEAN_KEY]:.2f}" for r in along],
-        {group_label(g): [gpu_groups(r["plan"])[g] for r in along] for g in groups},
-        "mean prefix-hit rate",
-    )
     metric, metric_name = OBJECTIVE_METRIC[s.objective.kind]
-    tornado = plots.tornado(_tornado_cases(s, result, rows, catalog, architecture, metric),
-                            metric_name, "price x0.8", "price x1.2")  # fmt: skip
-    pareto = plots.pareto(
-        [(p["metrics"]["ttft_s"]["p99"], p["metrics"]["cost_usd_per_hour"], p["label"])
-         for p in plans],
-        "this plan",
-    )  # fmt: skip
+    # (name, the plots function's arguments, section): plain data, drawn by plots.draw
+    specs = [
+        ("bathtub", (series, base_mean, ratio), SECTION_CASES),
+        ("composition", ([f"{r['values'][HIT_MEAN_KEY]:.2f}" for r in along],
+                         {group_label(g): [gpu_groups(r["plan"])[g] for r in along]
+                          for g in groups},
+                         "mean prefix-hit rate"), SECTION_CASES),
+        ("tornado", (_tornado_cases(s, result, rows, catalog, architecture, metric),
+                     metric_name, "price x0.8", "price x1.2"), SECTION_CASES),
+        ("pareto", ([(p["metrics"]["ttft_s"]["p99"], p["metrics"]["cost_usd_per_hour"],
+                      p["label"]) for p in plans], "this plan"), SECTION_COMPARE),
+    ]  # fmt: skip
     captions = _captions(series, ratio, metric_name, len(plans))
+    drawn = _drawn([(name, args) for name, args, _ in specs], png, pool)
+    return [(Figure(name, svg, captions[name], section), png_bytes)
+            for (name, _, section), (svg, png_bytes) in zip(specs, drawn, strict=True)]  # fmt: skip
+
+
+def _drawn(specs, png: bool, pool) -> list[tuple[str, bytes | None]]:
+    """(SVG, PNG) of each (name, arguments), in `pool` when given; one whose worker failed
+    is drawn here (the same function: the same bytes)."""
+    if pool is None:
+        return [plots.draw(name, args, png) for name, args in specs]
+    futures = [pool.submit(plots.draw, name, args, png) for name, args in specs]
     out = []
-    for name, fig, section in (("bathtub", bathtub, SECTION_CASES),
-                               ("composition", composition, SECTION_CASES),
-                               ("tornado", tornado, SECTION_CASES),
-                               ("pareto", pareto, SECTION_COMPARE)):  # fmt: skip
-        svg, png_bytes = plots.render(fig, png=png)
-        out.append((Figure(name, svg, captions[name], section), png_bytes))
+    for (name, args), future in zip(specs, futures, strict=True):
+        try:
+            out.append(future.result())
+        except Exception:  # a worker that died: drawn here
+            out.append(plots.draw(name, args, png))
     return out
 
 

@@ -95,12 +95,6 @@ def _declutter(fig, labels: list) -> None:
         placed.append(label.get_window_extent(renderer))
 
 
-def warm() -> None:
-    """Import matplotlib now (about half a second of CPU), while the caller would only wait
-    for its workers, rather than when it draws."""
-    _pyplot()
-
-
 def render(fig, dpi: int = 110, png: bool = True) -> tuple[str, bytes | None]:
     """(SVG text without the XML prolog, DOCTYPE or metadata, ready to inline; PNG bytes,
     or None where `png` is False: the HTML report inlines the SVG alone, and drawing the
@@ -282,3 +276,11 @@ def metric_lines(series: dict[str, list[tuple[float, float | None]]], x_title: s
     ax.set_title(f"{y_title} against {x_title}")
     _legend(ax)
     return fig
+
+
+def draw(name: str, args: tuple, png: bool = True) -> tuple[str, bytes | None]:
+    """`render` of the figure `name` (bathtub, composition, tornado, pareto) drawn from
+    `args`: plain data, so a pool's worker can draw it (the same bytes as here)."""
+    make = {"bathtub": bathtub, "composition": composition, "tornado": tornado,
+            "pareto": pareto}[name]  # fmt: skip
+    return render(make(*args), png=png)

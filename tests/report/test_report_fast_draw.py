@@ -1,20 +1,28 @@
 """The HTML report inlines each figure's SVG alone, so `report` draws no PNG
-(`plots.render(..., png=False)`): the SVG must be the one drawn beside a PNG."""
+(`plots.render(..., png=False)`): the SVG must be the one drawn beside a PNG. And it draws
+its figures in its pool's workers: a worker's SVG must be the one drawn here."""
 
 from __future__ import annotations
 
 from pdd_plan.report import plots
 
 
-def bathtub():
+def bathtub_args() -> tuple:
     series = {"PDD": [(0.3, 1.0), (0.7, 0.8), (0.9, None), (0.95, 1.4)],
               "IDC-PD": [(0.3, 0.9), (0.7, 1.0), (0.95, 1.1)]}  # fmt: skip
-    return plots.bathtub(series, 0.9, ("BCR PDD / BCR IDC-PD", [(0.3, 1.11), (0.7, 0.8)]))
+    return series, 0.9, ("BCR PDD / BCR IDC-PD", [(0.3, 1.11), (0.7, 0.8)])
+
+
+def pareto_args() -> tuple:
+    return [(1.2, 30.0, "this plan"), (0.9, 34.0, "P +1"), (2.0, 29.0, "D -1")], "this plan"
+
+
+def bathtub():
+    return plots.bathtub(*bathtub_args())
 
 
 def pareto():
-    return plots.pareto([(1.2, 30.0, "this plan"), (0.9, 34.0, "P +1"), (2.0, 29.0, "D -1")],
-                        "this plan")  # fmt: skip
+    return plots.pareto(*pareto_args())
 
 
 def test_the_svg_without_the_png_is_the_svg_beside_it():
@@ -23,3 +31,35 @@ def test_the_svg_without_the_png_is_the_svg_beside_it():
         svg_alone, none = plots.render(make(), png=False)
         assert none is None and png.startswith(b"\x89PNG")
         assert svg_alone == svg and svg.lstrip().startswith("<svg")
+
+
+def test_a_figure_drawn_in_a_pool_worker_is_the_one_drawn_here():
+    """The report draws its figures side by side in its pool (html_figures._drawn)."""
+    from pdd_plan import sweep as sw
+
+    args = (bathtub_args(), pareto_args())
+    here = [plots.draw("bathtub", args[0], False), plots.draw("pareto", args[1], False)]
+    pool = sw.process_pool(1)
+    try:
+        there = list(pool.map(plots.draw, ["bathtub", "pareto"], args, [False, False]))
+    finally:
+        pool.shutdown()
+    assert there == here and here[0][0] != here[1][0]
+
+
+class Failing:
+    """A pool whose every worker dies."""
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        future = Future()
+        future.set_exception(RuntimeError("worker died"))
+        return future
+
+
+def test_a_figure_whose_worker_died_is_drawn_here():
+    from pdd_plan.report.html_figures import _drawn
+
+    specs = [("bathtub", bathtub_args()), ("pareto", pareto_args())]
+    assert _drawn(specs, False, Failing()) == _drawn(specs, False, None)
