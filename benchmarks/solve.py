@@ -5,9 +5,9 @@ Targets (issue #4): the default under 2 s including start-up; 32 types under 20 
 Issue #15 (idle 2-core machine): default `solve` <= 0.8 s wall including start-up,
 `--help` <= 0.3 s, `evaluate` of the default's plan <= 0.4 s.
 Run: python benchmarks/solve.py [--repeats 5] [--default-only] [--report] [--stages]
-[--types 17,51 [--time-limit 30]] (prints figures; asserts nothing). --types solves only
-those N-type scenarios, in process, with wall and CPU (issue #15: 17 types proven optimal
-in <= 3 s, 51 in <= 10 s within the time limit). --stages adds the CPU of each stage of
+[--types 17,51 [--shapes 16] [--time-limit 30]] (prints figures; asserts nothing). --types
+solves only those N-type scenarios, in process, with wall and CPU (issue #15: 17 types x 16
+shapes proven optimal in <= 3 s, 51 x 16 in <= 10 s within the time limit). --stages adds the CPU of each stage of
 the default solve and of the evaluate of its plan in one fresh process: the imports by
 family, each after the ones above it, then the work (the solve's architectures in turn).
 The default's four architectures are solved side by side in forked processes
@@ -58,6 +58,10 @@ DATACENTERS = (
 )
 DC_PRICE_FACTOR = {"dc_a": 1.00, "dc_b": 0.90, "dc_c": 0.80}
 MAX_GPUS = 512
+# --shapes N offers each type in the first N of these instance sizes (GPUs) instead of the
+# planner's default 1, 2, 4 GPUs and 1-4 nodes (7 on an 8-GPU node): issue #15 measured its
+# large catalogs at 8 and 16 shapes.
+SHAPE_LADDER = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 128)
 
 
 def median_s(fn, repeats: int) -> tuple[float, object]:
@@ -69,15 +73,16 @@ def median_s(fn, repeats: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
-def with_types(base: Scenario, catalog: Catalog, n: int) -> Scenario:
-    """The default scenario with n GPU types spread over three datacenters (module doc)."""
+def with_types(base: Scenario, catalog: Catalog, n: int, shapes: int = 0) -> Scenario:
+    """The default scenario with n GPU types spread over three datacenters (module doc), each
+    in the first `shapes` sizes of SHAPE_LADDER (0: the planner's default shapes)."""
     ids = list(catalog.gpus)
     offers: dict[str, list[GpuOffer]] = {dc: [] for dc, _ in DATACENTERS}
     for k in range(n):
         gpu = catalog.gpus[ids[k % len(ids)]]
         dc = DATACENTERS[k % len(DATACENTERS)][0]
         price = round(gpu.rental_usd_per_gpu_hour * DC_PRICE_FACTOR[dc], 4)
-        offers[dc].append(GpuOffer(gpu.id, price, MAX_GPUS, ()))
+        offers[dc].append(GpuOffer(gpu.id, price, MAX_GPUS, SHAPE_LADDER[:shapes]))
     dcs = tuple(Datacenter(dc, roles, tuple(offers[dc])) for dc, roles in DATACENTERS)
     return dataclasses.replace(base, name=f"{n}-types", datacenters=dcs)
 
@@ -220,6 +225,14 @@ def main() -> None:
         "catalogs); skips the processes",
     )
     parser.add_argument("--time-limit", type=float, default=30.0, help="each solve's limit, s")
+    parser.add_argument(
+        "--shapes",
+        type=int,
+        default=0,
+        choices=range(len(SHAPE_LADDER) + 1),
+        metavar=f"0..{len(SHAPE_LADDER)}",
+        help="with --types: instance sizes per type (0: the planner's default shapes)",
+    )
     args = parser.parse_args()
     if args.types is None:
         print_processes(args.repeats, args.report, args.stages)
@@ -231,7 +244,8 @@ def main() -> None:
         return solve(s, model, catalog.gpus, catalog.lines, "pdd", time_limit_s=args.time_limit)
 
     if args.types is not None:
-        print_types([int(n) for n in args.types.split(",")], base, catalog, run, args.repeats)
+        counts = [int(n) for n in args.types.split(",")]
+        print_types(counts, base, catalog, run, args.repeats, args.shapes)
         return
 
     print(f"median of {args.repeats} runs; objective {base.objective.kind}, pdd")
@@ -255,20 +269,20 @@ def main() -> None:
         )
 
 
-def print_types(counts, base: Scenario, catalog: Catalog, run, repeats: int) -> None:
+def print_types(counts, base: Scenario, catalog: Catalog, run, repeats: int, shapes: int) -> None:
     """Each N-type scenario's PDD solve: median wall and CPU (process_time) of `repeats`."""
     print(f"median of {repeats} runs; objective {base.objective.kind}, pdd")
     print(f"{'case':34} {'wall s':>8} {'CPU s':>8} {'usable cand.':>12} {'status':>10} "
           f"{'evals':>6} plan")  # fmt: skip
     for n in counts:
-        scenario = with_types(base, catalog, n)
+        scenario = with_types(base, catalog, n, shapes)
         walls, cpus, result = [], [], None
         for _ in range(repeats):
             cpu, start = time.process_time(), time.perf_counter()
             result = run(scenario)
             walls.append(time.perf_counter() - start)
             cpus.append(time.process_time() - cpu)
-        label = f"{n} GPU types, 3 datacenters"
+        label = f"{n} GPU types x {shapes or 'default'} shapes, 3 DCs"
         wall, cpu = statistics.median(walls), statistics.median(cpus)
         print(f"{label:34} {wall:8.2f} {cpu:8.2f} {_row(result)}", flush=True)
 
