@@ -7,10 +7,10 @@ Issue #15 (idle 2-core machine): default `solve` <= 0.8 s wall including start-u
 Run: python benchmarks/solve.py [--repeats 5] [--default-only] [--report] [--stages]
 [--types 17,51 [--shapes 16] [--time-limit 30]] (prints figures; asserts nothing). --types
 solves only those N-type scenarios, in process, with wall and CPU (issue #15: 17 types x 16
-shapes proven optimal in <= 3 s, 51 x 16 in <= 10 s within the time limit). --stages adds the CPU of each stage of
-the default solve and of the evaluate of its plan in one fresh process: the imports by
-family, each after the ones above it, then the work (the solve's architectures in turn).
-The default's four architectures are solved side by side in forked processes
+shapes proven optimal in <= 3 s, 51 x 16 in <= 10 s within the time limit). --stages adds
+the CPU of each stage of the default solve and of the evaluate of its plan in one fresh
+process: the imports by family, each after the ones above it, then the work (the solve's
+architectures in turn). The default's four architectures are solved side by side in forked processes
 (pdd_plan/fork_pool.py, one a CPU): the figures show the same solve with them one after
 another (`jobs=1`, through the API in a fresh process), and with --report
 `pdd-plan report default` once (issue #15: <= 8 s; its CPU figure leaves out the
