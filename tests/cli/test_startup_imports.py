@@ -13,16 +13,8 @@ import json
 import subprocess
 import sys
 
-PROBE = """
-import json, sys
-from pdd_plan.cli.app import main
-for args in json.loads(sys.argv[1]):  # one command line, or several in turn
-    try:
-        main(args)
-    except SystemExit as exc:
-        assert exc.code in (0, None), exc.code
-print("LOADED=" + json.dumps(sorted(sys.modules)))
-"""
+from test_startup_lazy import _probe
+
 OPTIMISER = ("pulp", "pdd_plan.plan.solve", "pdd_plan.plan.formulate", "pdd_plan.plan.search")
 NEVER_FOR_A_LISTING = ("scipy", "pydantic", "pdd_plan.sim", *OPTIMISER)
 
@@ -43,18 +35,10 @@ PLAN = {
 }  # fmt: skip
 
 
-def _loaded(*args: list[str]) -> list[str]:
-    """The modules loaded after running each command line of `args` in one process."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"},
-    )
-    lines = [x for x in done.stdout.splitlines() if x.startswith("LOADED=")]
-    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-2000:]
-    return json.loads(lines[-1][len("LOADED=") :])
+def _loaded_of(families, *args: list[str]) -> list[str]:
+    """The modules of `families` loaded after running each command line of `args` in one
+    fresh interpreter (test_startup_lazy's probe)."""
+    return _probe(*args, heavy=families)[1]["heavy"]
 
 
 def _heavy(loaded: list[str], families) -> list[str]:
@@ -64,15 +48,17 @@ def _heavy(loaded: list[str], families) -> list[str]:
 def test_help_version_and_the_catalog_listing_load_no_scipy_optimiser_or_pydantic():
     every = (["--help"], ["version"], ["catalog", "list"], ["catalog", "list", "--format",
              "json"], ["evaluate", "--help"], ["solve", "--help"])  # fmt: skip
-    assert _heavy(_loaded(*every), NEVER_FOR_A_LISTING) == []
+    assert _loaded_of(NEVER_FOR_A_LISTING, *every) == []
 
 
 def test_evaluate_loads_the_models_but_not_the_optimiser_or_pydantic(tmp_path):
     plan = tmp_path / "plan.yaml"
     plan.write_text(json.dumps(PLAN))  # JSON is YAML
-    loaded = _loaded(["evaluate", "default", str(plan), "--format", "json"])
+    never = (*OPTIMISER, "pydantic", "pdd_plan.sim")
+    loaded = _loaded_of(("pdd_plan.model.evaluate", *never), ["evaluate", "default", str(plan),
+                        "--format", "json"])  # fmt: skip
     assert "pdd_plan.model.evaluate" in loaded  # it did evaluate
-    assert _heavy(loaded, (*OPTIMISER, "pydantic", "pdd_plan.sim")) == []
+    assert _heavy(loaded, never) == []
 
 
 def test_the_catalogs_gpus_and_lines_load_without_the_model_classes_or_numpy():

@@ -51,9 +51,11 @@ print("PROBE=" + json.dumps({"heavy": loaded, "commands": commands}))
 """
 
 
-def _probe(*args: list[str]) -> tuple[str, dict]:
+def _probe(*args: list[str], heavy: tuple[str, ...] = HEAVY) -> tuple[str, dict]:
+    """Run each command line of `args` in one fresh interpreter: its output, and which
+    modules of the `heavy` families and which command modules it loaded."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(HEAVY)],
+        [sys.executable, "-c", PROBE, json.dumps(args), json.dumps(heavy)],
         capture_output=True,
         text=True,
         timeout=120,
