@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan.model.roofline import (
+from pdd_plan.model.kernels import (
     allreduce_time_s,
     alltoall_time_s,
     attention_decode_time_s,

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile
-from pdd_plan.model.roofline import STEP_KEYS, Instance
+from pdd_plan.model.roofline import Instance
+from pdd_plan.model.roofline_memo import STEP_KEYS
 
 REL = 1e-12
 DTYPES = ("bf16", "fp8")
