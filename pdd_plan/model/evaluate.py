@@ -26,9 +26,10 @@ from pdd_plan.model.mixed_pool import (
     weighted_dict,
     weighted_mean,
 )
-from pdd_plan.model.network import rdma_transfer_s, wan_transfer
+from pdd_plan.model.network import wan_transfer
 from pdd_plan.model.prefill_batch import prefill_queue
 from pdd_plan.model.queueing import WaitModel
+from pdd_plan.model.rdma import rdma_transfer_s
 from pdd_plan.model.regime import (  # noqa: F401  (re-exported: the evaluate API)
     DECODE_ROLES,
     DECODE_TRUST_LIMIT_FRAC,

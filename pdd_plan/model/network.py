@@ -1,11 +1,5 @@
-"""Moving KV cache: RDMA inside a datacenter, TCP over the cross-datacenter line.
-
-RDMA (`rdma_transfer_s`)
-    payload / (gpus x NIC rate x efficiency) + a fixed latency. The payload is assumed
-    striped evenly over the NICs of all GPUs of the sending instance (each GPU ships its own
-    shard to its peer, as Mooncake/NIXL do), so the NICs run in parallel. This is the time
-    for the whole payload to cross; overlap with prefill (KV streamed layer by layer as it
-    is produced) is the caller's business: it can hide all but the last layer's share.
+"""Moving KV cache over the cross-datacenter line: TCP, its connection pool and the line
+(RDMA inside a datacenter: model/rdma.py).
 
 The WAN (`WanLink`, `wan_transfer`) has three mechanisms, each with a textbook origin:
 
@@ -135,23 +129,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaincc, gammaln
 
 from pdd_plan.errors import SaturatedError
-from pdd_plan.model.hardware import Gpu
+from pdd_plan.model.flow_sharing import ps_slowdown
 from pdd_plan.model.queueing import WaitModel, ggc_wait, mixture_quantiles_s
 from pdd_plan.model.wan_streaming import streamed_times, stripe_servers
 
 BITS_PER_BYTE = 8.0
-
-# ---- RDMA ------------------------------------------------------------------------------
-# Mooncake's transfer engine moves 87 GB/s over 4 x 200 Gbit/s RoCE, 87 % of the NICs' rate
-# (kvcache-ai/Mooncake doc/en/transfer-engine.md; its 190 GB/s over 8 x 400 Gbit/s is 48 %, host
-# bound); perftest ib_write_bw reaches 90-97 % for large messages. 0.85 errs low.
-RDMA_EFFICIENCY_FRAC = 0.85
-# One RDMA write's completion latency inside a datacenter: a few microseconds per hop
-# (NIC ~1 us each side, ~0.5 us per switch, a 3-tier fabric); 10 us is a safe round figure.
-RDMA_LATENCY_S = 10e-6
 
 # ---- TCP over the WAN ------------------------------------------------------------------
 IP_TCP_HEADER_BYTES = 52  # IPv4 20 + TCP 20 + timestamp option 12 (RFC 7323, Linux default)
@@ -161,38 +145,6 @@ DEFAULT_INITIAL_WINDOW_SEGMENTS = 10  # RFC 6928; Linux since 2.6.39
 
 LINE_WHAT = "WAN line"
 POOL_WHAT = "WAN connection pool"
-
-
-# ---------------------------------------------------------------------------- RDMA
-
-
-def rdma_transfer_s(
-    payload_bytes,
-    gpus: int,
-    gpu: Gpu,
-    efficiency_frac: float = RDMA_EFFICIENCY_FRAC,
-    latency_s: float = RDMA_LATENCY_S,
-):
-    """Time to move `payload_bytes` over the RDMA NICs of `gpus` GPUs of type `gpu`.
-
-    payload x 8 / (gpus x scale_out_bits_per_s x efficiency) + latency, vectorised; a zero
-    payload takes no time (nothing is sent). Assumes the payload is striped evenly over the
-    GPUs' NICs; overlap with prefill (layer-by-layer streaming) is left to the caller.
-    """
-    if int(gpus) != gpus or gpus < 1:
-        raise ValueError(f"gpus must be a positive integer, got {gpus}")
-    if not 0.0 < efficiency_frac <= 1.0:
-        raise ValueError(f"efficiency_frac must be in (0, 1], got {efficiency_frac}")
-    if not latency_s >= 0.0:
-        raise ValueError(f"latency_s must be >= 0, got {latency_s}")
-    if not gpu.scale_out_bits_per_s > 0:
-        raise ValueError(f"GPU {gpu.id} has no scale-out NIC bandwidth")
-    x = np.asarray(payload_bytes, dtype=float)
-    if np.any(~np.isfinite(x)) or np.any(x < 0):
-        raise ValueError("payload_bytes must be finite and >= 0")
-    rate_bits_per_s = gpus * gpu.scale_out_bits_per_s * efficiency_frac
-    t = np.where(x > 0, x * BITS_PER_BYTE / rate_bits_per_s + latency_s, 0.0)
-    return float(t) if np.ndim(payload_bytes) == 0 else t
 
 
 # ---------------------------------------------------------------------------- the WAN link
@@ -290,30 +242,6 @@ class WanResult:
 
 
 # ---------------------------------------------------------------------------- pieces
-
-
-def erlang_c_continuous(servers: float, offered_load: float) -> float:
-    """Erlang C for a real number of servers (the PS model's R = goodput / cap is rarely whole).
-
-    Erlang B extended by the incomplete gamma function (Jagerman 1974):
-    B(x, a) = a^x e^-a / Gamma(x + 1) / Q(x + 1, a), equal to the recursion at integer x and
-    decreasing in x; then C = B / (1 - rho (1 - B)). Requires offered_load < servers.
-    """
-    if not servers > 0:
-        raise ValueError(f"servers must be > 0, got {servers}")
-    if not 0 <= offered_load < servers:
-        raise ValueError(f"offered_load must be in [0, servers), got {offered_load}")
-    if offered_load == 0:
-        return 0.0
-    log_pmf = servers * math.log(offered_load) - offered_load - gammaln(servers + 1.0)
-    b = min(1.0, math.exp(log_pmf) / gammaincc(servers + 1.0, offered_load))
-    rho = offered_load / servers
-    return b / (1.0 - rho * (1.0 - b))
-
-
-def ps_slowdown(servers: float, offered_load: float) -> float:
-    """M/G/R-PS mean stretch of a flow's time at full rate: 1 + E2(R, A) / (R - A)."""
-    return 1.0 + erlang_c_continuous(servers, offered_load) / (servers - offered_load)
 
 
 def send_time_s(payload_bits, rate_bits_per_s: float, link: WanLink) -> np.ndarray:

@@ -25,8 +25,9 @@ from pdd_plan.model.decode_admission import (
     reserved_tokens,
 )
 from pdd_plan.model.decode_side import engine_fixed_s
-from pdd_plan.model.network import BITS_PER_BYTE, rdma_transfer_s
+from pdd_plan.model.network import BITS_PER_BYTE
 from pdd_plan.model.prefill_batch import batching_applies, budget_tokens
+from pdd_plan.model.rdma import rdma_transfer_s
 from pdd_plan.model.setup import RolePool, Setup
 from pdd_plan.model.workload import RequestClasses
 from pdd_plan.sim.decode import (
