@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pdd_plan.sim import run as sim_run
+from pdd_plan.sim import decode_stage as sim_run
 from pdd_plan.sim.entry import load_setup
 from pdd_plan.sim.measure import measure
 from pdd_plan.sim.result import metrics_json
