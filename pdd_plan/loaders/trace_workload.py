@@ -10,7 +10,8 @@ import yaml
 
 from pdd_plan.errors import InputError, Problem
 from pdd_plan.loaders import trace_stats as stats
-from pdd_plan.loaders.scenario import MAX_TOKENS, load_scenario, resolve_scenario_path
+from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.loaders.scenario_demand import MAX_TOKENS
 from pdd_plan.loaders.strict import load_yaml
 from pdd_plan.loaders.trace_analyze import TraceAnalysis
 from pdd_plan.model.workload import MAX_EXACT_BINS
