@@ -156,34 +156,21 @@ def _objective(node: Node, default_demand: float | None) -> sc.Objective:
     )
 
 
+_POLICY_KEYS = (
+    "rld_hit_threshold",
+    "handoff",
+    "short_output_cutoff",
+    "utilization_cap_frac",
+    "decode_cache_capacity_tokens",
+    "decode_cache",
+    "mixed_pools",
+)
+
+
 def _policy(node: Node, catalog: Catalog) -> sc.Policy:
-    f = (
-        node.mapping(
-            optional=(
-                "rld_hit_threshold",
-                "handoff",
-                "short_output_cutoff",
-                "utilization_cap_frac",
-                "decode_cache_capacity_tokens",
-                "decode_cache",
-                "mixed_pools",
-            )
-        )
-        if (not node.is_missing)
-        else None
-    )
-    f = f or {
-        k: Node(None, k, node.problems)
-        for k in (
-            "rld_hit_threshold",
-            "handoff",
-            "short_output_cutoff",
-            "utilization_cap_frac",
-            "decode_cache_capacity_tokens",
-            "decode_cache",
-            "mixed_pools",
-        )
-    }
+    f = node.mapping(optional=_POLICY_KEYS) if not node.is_missing else None
+    # absent or unreadable: every key absent, so each takes its default
+    f = f or {k: Node(None, k, node.problems) for k in _POLICY_KEYS}
     threshold = None
     if f["rld_hit_threshold"].value != "auto":
         threshold = f["rld_hit_threshold"].fraction()
