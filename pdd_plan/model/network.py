@@ -201,6 +201,11 @@ class WanLink:
         return int(self.mtu_bytes) - IP_TCP_HEADER_BYTES
 
     @property
+    def initial_window_bits(self) -> float:
+        """b0 = IW x MSS: the window slow start starts from, in bits."""
+        return self.initial_window_segments * self.mss_bytes * BITS_PER_BYTE
+
+    @property
     def goodput_frac(self) -> float:
         """Payload bits per bit on the wire, full-sized segments."""
         return self.mss_bytes / (self.mtu_bytes + ETHERNET_WIRE_OVERHEAD_BYTES)
@@ -254,7 +259,7 @@ def send_time_s(payload_bits, rate_bits_per_s: float, link: WanLink) -> np.ndarr
     """
     x = np.asarray(payload_bits, dtype=float)
     body = x / rate_bits_per_s
-    b0 = link.initial_window_segments * link.mss_bytes * BITS_PER_BYTE
+    b0 = link.initial_window_bits
     window = rate_bits_per_s * link.rtt_s
     if not link.slow_start_after_idle or window <= b0 or link.rtt_s == 0:
         return body

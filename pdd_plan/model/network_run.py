@@ -30,7 +30,7 @@ def _ramp_params(link: WanLink, rate_bits_per_s: float) -> tuple[float, float, f
     """Slow start up to `rate`: its length a*, the bits B* sent in it, and the deficit
     delta = rate x a* - B* (past slow start a flow has sent what a flow at `rate` from its
     start would have, less delta). All zero without slow start (as in send_time_s)."""
-    b0 = link.initial_window_segments * link.mss_bytes * BITS_PER_BYTE
+    b0 = link.initial_window_bits
     window = rate_bits_per_s * link.rtt_s
     if not link.slow_start_after_idle or link.rtt_s == 0 or window <= b0:
         return 0.0, 0.0, 0.0
@@ -41,7 +41,7 @@ def _ramp_params(link: WanLink, rate_bits_per_s: float) -> tuple[float, float, f
 
 def _ramp_sent_bits(link: WanLink, age_s):
     """Bits sent `age_s` into slow start: b0 (2^(age / RTT) - 1) / ln 2 (needs RTT > 0)."""
-    b0 = link.initial_window_segments * link.mss_bytes * BITS_PER_BYTE
+    b0 = link.initial_window_bits
     return b0 * np.expm1(np.asarray(age_s) / link.rtt_s * math.log(2.0)) / math.log(2.0)
 
 

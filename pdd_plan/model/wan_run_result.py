@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.model.network import BITS_PER_BYTE, WanLink
+from pdd_plan.model.network import WanLink
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,7 +125,7 @@ def run_result(
         theta > v_end, t_end + (theta - v_end) / cap, np.interp(theta, v_hist, t_hist)
     )
     if link.slow_start_after_idle and rtt > 0:
-        b0 = link.initial_window_segments * link.mss_bytes * BITS_PER_BYTE
+        b0 = link.initial_window_bits
         in_ramp_s = rtt * np.log2(1.0 + xs * math.log(2.0) / b0)
         ends_in_ramp = xs[None, :] <= per_step["b_star"][step][:, None]
         ramp_end = t_adm[:, None] + in_ramp_s[None, :]

@@ -58,6 +58,12 @@ def test_framing_goodput():
     assert link(mtu_bytes=9000).goodput_bits_per_s == pytest.approx(10e9 * 8948 / 9038)
 
 
+def test_initial_window_bits_by_hand():
+    # RFC 6928's 10 segments of MSS = MTU - 52 (IPv4 20 + TCP 20 + timestamps 12), 8 bits a byte
+    assert link().initial_window_bits == 10 * (9000 - 52) * 8  # 715,840
+    assert link(mtu_bytes=1500, initial_window_segments=4).initial_window_bits == 4 * 1448 * 8
+
+
 def test_one_flow_cannot_exceed_the_line():
     assert link(per_connection_bits_per_s=1e12).flow_cap_bits_per_s == pytest.approx(
         link().goodput_bits_per_s
