@@ -17,7 +17,11 @@ from pdd_plan.errors import SaturatedError
 from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_admission import merge_waits
 from pdd_plan.model.decode_side import decode_side
-from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
+from pdd_plan.model.latency_mixture import (
+    LatencyGroup,
+    grouped_quantile_at_most,
+    grouped_quantiles_s,
+)
 from pdd_plan.model.metrics import Metrics
 from pdd_plan.model.mixed_pool import (
     GroupLoad,
@@ -286,7 +290,8 @@ def sla_checks(setup: Setup, snap: Snapshot) -> dict[str, dict[str, float]]:
 def meets_sla(setup: Setup, rate: float) -> bool:
     """Whether every SLA percentile holds at `rate`: what `sla_checks` of the snapshot
     says, computing only what the SLA asks (the TTFT percentiles first; TPOT's rows only
-    if they hold), each percentile's root search as `sla_checks` runs it."""
+    if they hold), each percentile's verdict that of the root search `sla_checks` runs,
+    mostly read from the CDF's sign beside the limit (model/quantile_verdict.py)."""
     try:
         return _meets_sla(setup, rate)
     except SaturatedError:
@@ -299,13 +304,15 @@ def _meets_sla(setup: Setup, rate: float) -> bool:
     parts = _parts(setup, rate, service, p_util)
     if sla.ttft_s:
         groups = _all_ttft_groups(parts, service, p_wait)
-        got = grouped_quantiles_s([pct / 100 for pct in sla.ttft_s], groups)
-        if not all(v <= lim for v, lim in zip(got, sla.ttft_s.values(), strict=True)):
+        if not all(
+            grouped_quantile_at_most(pct / 100, lim, groups) for pct, lim in sla.ttft_s.items()
+        ):
             return False
     if sla.tpot_s:
         rows = _all_tpot_rows(parts, rate, service)
-        got = rows.quantiles(rows.tpot_cdf, [pct / 100 for pct in sla.tpot_s])
-        return all(v <= lim for v, lim in zip(got, sla.tpot_s.values(), strict=True))
+        return all(
+            rows.quantile_at_most(rows.tpot_cdf, pct / 100, lim) for pct, lim in sla.tpot_s.items()
+        )
     return True
 
 

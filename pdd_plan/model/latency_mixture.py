@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdd_plan.model.quantile_verdict import sign_verdict
 from pdd_plan.model.queueing import WaitModel, sum_cdf, sum_survival_fn
 
 # A nanosecond: far below any SLA, and tight enough that a percentile never appears to fall
@@ -72,24 +73,42 @@ class _FastMixtureCdf:
 
 
 def grouped_quantiles_s(quantiles: Sequence[float], groups: Sequence[LatencyGroup]) -> list[float]:
-    from scipy.optimize import brentq  # on first use: 0.17 s of start-up otherwise
-
-    groups = [g for g in groups if len(g.weights) and g.weights.sum() > 0]
+    groups = _weighted(groups)
     if not groups:
         return [0.0 for _ in quantiles]
     cdf = _FastMixtureCdf(groups)
+    return [_quantile_s(q, cdf, groups) for q in quantiles]
+
+
+def grouped_quantile_at_most(q: float, limit_s: float, groups: Sequence[LatencyGroup]) -> bool:
+    """`grouped_quantiles_s([q], groups)[0] <= limit_s`, the same verdict, mostly read from
+    the CDF's sign beside the limit (model/quantile_verdict.py) without the root search."""
+    groups = _weighted(groups)
+    if not groups:
+        return limit_s >= 0.0  # every percentile of no latency is 0
+    cdf = _FastMixtureCdf(groups)
+    if cdf.finite:  # (else the CDF is the reference's: searched in full)
+        gap = lambda t: cdf(t) - q  # noqa: E731
+        verdict = sign_verdict(gap, limit_s, _QUANTILE_XTOL_S, _QUANTILE_RTOL)
+        if verdict is not None:
+            return verdict
+    return _quantile_s(q, cdf, groups) <= limit_s
+
+
+def _weighted(groups: Sequence[LatencyGroup]) -> list[LatencyGroup]:
+    return [g for g in groups if len(g.weights) and g.weights.sum() > 0]
+
+
+def _quantile_s(q: float, cdf: _FastMixtureCdf, groups: list[LatencyGroup]) -> float:
+    from scipy.optimize import brentq  # on first use: 0.17 s of start-up otherwise
+
     low = min(float(g.delays_s.min()) for g in groups)
-    high = max(float(g.delays_s.max()) for g in groups) + 1.0
-    out = []
-    for q in quantiles:
-        top = high
-        while cdf(top) < q and top < 1e9:
-            top = 2 * top + 1.0
-        if cdf(top) < q:
-            out.append(float("inf"))  # the tail never reaches q within 30 years
-        elif cdf(low) >= q:
-            out.append(low)
-        else:
-            gap = lambda t, q=q: cdf(t) - q  # noqa: E731
-            out.append(float(brentq(gap, low, top, xtol=_QUANTILE_XTOL_S, rtol=_QUANTILE_RTOL)))
-    return out
+    top = max(float(g.delays_s.max()) for g in groups) + 1.0
+    while cdf(top) < q and top < 1e9:
+        top = 2 * top + 1.0
+    if cdf(top) < q:
+        return float("inf")  # the tail never reaches q within 30 years
+    if cdf(low) >= q:
+        return low
+    gap = lambda t: cdf(t) - q  # noqa: E731
+    return float(brentq(gap, low, top, xtol=_QUANTILE_XTOL_S, rtol=_QUANTILE_RTOL))

@@ -12,6 +12,7 @@ import numpy as np
 from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_side import DecodeSide, context_tokens
 from pdd_plan.model.handoff import catch_up_switch_gaps_s
+from pdd_plan.model.row_merge import merge_equal_rows as _merge_equal_rows
 from pdd_plan.model.setup import Setup
 from pdd_plan.model.tpot import LifeSpread, TpotRows
 
@@ -79,30 +80,9 @@ def tpot_rows(setup: Setup, side: DecodeSide, rate: float, service: np.ndarray) 
     multi = c.output_tokens > 1
     cols = [np.concatenate([r[i][multi] for r in rows]) for i in range(6)]
     cols.append(np.concatenate([gaps[multi]] * len(rows)))
+    # rows equal to 9 significant digits as one (model/row_merge.py): most classes differ
+    # only in what does not change their TPOT, so the root searches run on fewer rows
     weights, rest = _merge_equal_rows(cols[0], np.stack(cols[1:], axis=1))
     mean, sd, m, step, fixed, all_gaps = rest.T
     return TpotRows(weights, mean, sd, m, all_gaps, step, fixed,
                     np.asarray(sizes, float), np.asarray(size_w, float))  # fmt: skip
-
-
-def _merge_equal_rows(weights: np.ndarray, values: np.ndarray):
-    """Rows with the same values (to 9 significant digits) as one, weights summed: most
-    classes differ only in what does not change their TPOT (the root-finding then runs on
-    tens of rows, not thousands)."""
-    keep = weights > 1e-12 * weights.sum()  # e.g. the overflowed share when nothing overflows
-    weights, values = weights[keep], values[keep]
-    keys = np.array(values, dtype=float)
-    for column in keys.T:  # a view: rounded in place
-        column[:] = _rounded_9g(column)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    merged = np.bincount(inverse.ravel(), weights=weights, minlength=len(unique))
-    return merged, unique
-
-
-def _rounded_9g(values: np.ndarray) -> np.ndarray:
-    """Each value rounded to 9 significant digits (Python's formatting, correctly rounded),
-    formatted once per bitwise-distinct value: a column repeats a few hundred values over
-    thousands of rows."""
-    bits, at = np.unique(np.ascontiguousarray(values).view(np.uint64), return_inverse=True)
-    rounded = np.array([float(f"{v:.9g}") for v in bits.view(float).tolist()])
-    return rounded[at.ravel()]
