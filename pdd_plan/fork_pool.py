@@ -11,21 +11,32 @@ Where a fork is not safe (off Linux), there is one CPU, or this process is itsel
 worker (a sweep's point: its pool already fills the CPUs), the calls run here one after
 another. A call that fails in a child is made again here, so its exception is raised
 exactly as it would be without the pool (some of ours do not survive pickling).
+
+A caller that keeps a pool of forked workers for its own tasks (the report: `executor`)
+lends it to the calls made inside `sharing(pool)`: they run there (the function and its
+item pickled, a few milliseconds) instead of in children forked for them alone. And
+`preloaded` forks one worker at once that imports what it will need (the report's
+drawing: matplotlib) while this process goes on importing and solving.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any
 
 # what the forked children call: set just before the fork, read by the child's copy
 _CALL: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
+# the pool lent by `sharing`, and the process that lent it (a worker forked from it
+# inherits the variable, and must not submit to its parent's pool)
+_SHARED: tuple[int, Executor] | None = None
 
 
 def cpu_count() -> int:
@@ -60,6 +71,8 @@ def each(
     count = jobs_for(len(items), jobs)
     if count == 1:
         return _here(fn, items, on_done)
+    if _SHARED is not None and _SHARED[0] == os.getpid():
+        return _in_pool(_SHARED[1], fn, items, on_done)
     global _CALL
     _CALL = (fn, items)
     pool = ProcessPoolExecutor(count, multiprocessing.get_context("fork"), initializer=_child)
@@ -78,6 +91,54 @@ def each(
         pool.shutdown(wait=True, cancel_futures=True)
     # a call that failed in its child is made again here, raising its own exception
     return [fn(x) if isinstance(answers[i], _Failed) else answers[i] for i, x in enumerate(items)]
+
+
+def can_fork() -> bool:
+    """Whether `executor` and `preloaded` may fork here (as `jobs_for` decides)."""
+    return sys.platform.startswith("linux") and multiprocessing.parent_process() is None
+
+
+def executor(jobs: int, modules: Sequence[str] = ()) -> ProcessPoolExecutor:
+    """`jobs` workers forked from this process now (with everything it has loaded),
+    each importing `modules` first. Forked before this process solves anything: HiGHS's
+    threads (and a progress bar's) must not be running in it at the fork."""
+    pool = ProcessPoolExecutor(jobs, multiprocessing.get_context("fork"), initializer=_child,
+                               initargs=(tuple(modules),))  # fmt: skip
+    pool.submit(int)  # a fork pool forks all its workers at its first task: now
+    return pool
+
+
+def preloaded(modules: Sequence[str]) -> ProcessPoolExecutor:
+    """One worker, forked now, that imports `modules` while this process goes on."""
+    return executor(1, modules)
+
+
+@contextmanager
+def sharing(pool: Executor) -> Iterator[None]:
+    """Inside: `each` runs its calls in `pool` (forked workers of this process)."""
+    global _SHARED
+    previous, _SHARED = _SHARED, (os.getpid(), pool)
+    try:
+        yield
+    finally:
+        _SHARED = previous
+
+
+def _in_pool(pool: Executor, fn, items, on_done) -> list:
+    futures = {pool.submit(_apply, fn, item): i for i, item in enumerate(items)}
+    answers: dict[int, Any] = {}
+    for n, future in enumerate(as_completed(futures), start=1):
+        answers[futures[future]] = _answer(future)
+        if on_done:
+            on_done(n, futures[future])
+    return [fn(x) if isinstance(answers[i], _Failed) else answers[i] for i, x in enumerate(items)]
+
+
+def _apply(fn, item) -> Any:
+    try:
+        return fn(item)
+    except Exception:  # as `_call`: the parent raises it
+        return _Failed()
 
 
 class _Failed:
@@ -100,7 +161,7 @@ def _here(fn, items, on_done) -> list:
     return out
 
 
-def _child() -> None:
+def _child(modules: Sequence[str] = ()) -> None:
     # Ctrl-C reaches the whole process group: the parent stops the children
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # so may SIGTERM: the CLI's handler (raise, then one error line) is the parent's; a
@@ -110,6 +171,8 @@ def _child() -> None:
     # bar) at the fork: a child that writes (a warning) gets streams of its own
     sys.stdout = open(os.dup(1), "w", buffering=1)  # noqa: SIM115 (lives with the child)
     sys.stderr = open(os.dup(2), "w", buffering=1)  # noqa: SIM115
+    for name in modules:
+        importlib.import_module(name)
 
 
 def _call(i: int) -> Any:

@@ -10,28 +10,29 @@ and evaluates on the scenario itself every distinct plan met on the way (the opt
 other architectures, the plans of the price cases, the optimum with one instance more or
 fewer in one role or one line more): the cost against TTFT P99 plot.
 
-The extra solves and the evaluations run in a process pool while this process computes
-the Markdown report's data. A variant both need (the sensitivity table's hit-rate cases
-are bathtub points) is one task there, solved once (`_submit_points`). The figures are
-drawn there too, side by side (the pool's fork server loads matplotlib while this process
-solves the architectures).
+The architectures' solves, the extra solves and the evaluations run in a pool of workers
+forked from this process (report_pool.py) while this process computes the Markdown
+report's data; the longest are given first (report_pool.submission_order). A variant
+both need (the sensitivity table's hit-rate cases are bathtub points) is one task there,
+solved once (`_submit_points`). The figures are drawn in a worker of their own, which
+loaded matplotlib at the start, each as soon as its data is in: the bathtub and the
+composition while the price cases are solved, the tornado when they are, the cost/TTFT
+plot when its plans are evaluated.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from pdd_plan import report_pool
 from pdd_plan import sweep as sw
-from pdd_plan.errors import InfeasibleError, PddPlanError, visible
+from pdd_plan.errors import InfeasibleError, visible
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.loaders.strict import load_yaml
-from pdd_plan.model.deployment import Deployment, InstanceGroup, LineLease, RoutingPolicy
-from pdd_plan.model.evaluate import evaluate, prepare
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY, edited
@@ -40,17 +41,19 @@ from pdd_plan.report.html import render_html
 from pdd_plan.report.html_figures import (
     PRICE_FACTORS,
     baseline,
+    draw_later,
+    hit_rate_specs,
     page_figures,
     plot_data,
     price_keys,
     report_figures,
+    tornado_spec,
 )
 from pdd_plan.report.markdown import render_report
 from pdd_plan.report.md_format import ARCH_NAMES
+from pdd_plan.report_plans import Evaluator, neighbours
 
 HIT_MEANS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
-# what the pool's fork server imports besides the solver: the workers draw the figures
-DRAW_PRELOAD = ("matplotlib.pyplot",)
 
 
 @dataclass(frozen=True)
@@ -76,58 +79,6 @@ def extra_points(s: Scenario, catalog: Catalog, architecture: str, hit_means) ->
         for f in PRICE_FACTORS
     ]
     return tuple(points)
-
-
-# --- plans evaluated on the scenario itself ------------------------------------------
-
-
-def deployment_from_json(plan: dict, catalog: Catalog) -> Deployment:
-    """The inverse of `report.deployment_json.plan_json` for a plan this tool wrote."""
-    p = plan["policy"]
-    return Deployment(
-        plan["architecture"],
-        tuple(InstanceGroup(g["role"], g["datacenter"], g["gpu"], g["gpus_per_instance"],
-                            g["count"]) for g in plan["instances"]),
-        tuple(LineLease(x["tier"], catalog.lines[x["tier"]].capacity_bits_per_s, x["count"])
-              for x in plan["lines"]),
-        RoutingPolicy(p["rld_hit_threshold"], p["handoff"], p["short_output_cutoff"]),
-    )  # fmt: skip
-
-
-def evaluate_plan(data: dict, label: str, plan: dict, resolution) -> dict | None:
-    """The metrics of `plan` on the scenario `data`; None when a queue saturates. Runs in
-    a worker process."""
-    catalog = sw.worker_catalog()
-    s, _ = edited(data, {}, label, catalog)
-    model = catalog.model_for(s)
-    try:
-        setup = prepare(s, deployment_from_json(plan, catalog), model, catalog.gpus,
-                        catalog.lines, resolution)  # fmt: skip
-        metrics, _ = evaluate(setup)
-    except PddPlanError:
-        return None
-    return metrics.to_json()
-
-
-def neighbours(plan: dict) -> list[tuple[str, dict]]:
-    """The plan with one instance more or fewer in one group, or one line more."""
-    out = []
-    for i, g in enumerate(plan["instances"]):
-        for step in (1, -1):
-            if g["count"] + step < 1:
-                continue
-            instances = [dict(x) for x in plan["instances"]]
-            instances[i]["count"] += step
-            out.append((f"{g['role']} {step:+d}", {**plan, "instances": instances}))
-    for i, line in enumerate(plan["lines"]):
-        lines = [dict(x) for x in plan["lines"]]
-        lines[i]["count"] += 1
-        out.append((f"line {line['tier']} +1", {**plan, "lines": lines}))
-    return out
-
-
-def plan_key(plan: dict) -> str:
-    return json.dumps(plan, sort_keys=True)
 
 
 # --- the build -----------------------------------------------------------------------
@@ -176,98 +127,187 @@ def build(
     """The HTML sizing report of `scenario` (module doc). `say` hears each stage as a
     line, or `progress(stage, done, total)` as it moves when given (then `say` hears only
     notes). `png` False: the figures without their PNG (the HTML inlines the SVG)."""
-    from pdd_plan import api
-
-    stage = _stages(say, progress)
     catalog = catalog or Catalog()
     path = resolve_scenario_path(scenario)
     data = load_yaml(path, "a pdd-plan scenario")
     s, _ = edited(data, {}, str(path), catalog)
-    sw.warm_pool_server(DRAW_PRELOAD)  # it imports while this process solves (no wait later)
-    chosen, known, run = None, {}, None
+    drawer = report_pool.drawer()  # forked (importing matplotlib) before the solvers
+    jobs, note = sw.job_plan(jobs, _most_points(s, catalog, architecture, hit_means))
+    pools = [drawer]
+    try:
+        pools.append(report_pool.solvers(jobs))
+        run = _Run(s, data, path, catalog, resolution, time_limit_s, jobs, pools[1], drawer)
+        return _built(run, architecture, hit_means, note, say, progress, png)
+    except BaseException:  # an interrupt (or an infeasible scenario) ends the running tasks
+        for pool in pools:
+            if pool is not None:
+                sw.stop_pool(pool)
+        raise
+    finally:  # the tasks not started are dropped
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every stage of one build shares: the scenario, its inputs and the pools."""
+
+    s: Scenario
+    data: dict
+    path: object
+    catalog: Catalog
+    resolution: tuple[int, int, int]
+    time_limit_s: float
+    jobs: int
+    pool: object  # the solvers
+    drawer: object | None  # the drawer (None: figures drawn here)
+
+
+def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Report:
+    from pdd_plan import api, fork_pool
+
+    stage = _stages(say, progress)
+    s, catalog, pool = run.s, run.catalog, run.pool
+    chosen, known, solved_run = None, {}, None
     if architecture is None:  # the report of the architecture `solve` recommends
         stage("solving every architecture the scenario allows")
-        chosen, known, run = _choose(s, catalog, resolution, time_limit_s, progress)
+        with fork_pool.sharing(pool):  # in the solver workers, where the cases go next
+            chosen, known, solved_run = _choose(s, catalog, run.resolution, run.time_limit_s,
+                                                progress)  # fmt: skip
         architecture = chosen["plan"]["architecture"]
     points = extra_points(s, catalog, architecture, hit_means)
-    sweep = sw.Sweep(str(path), data, points, architecture=architecture,
-                     resolution=resolution, time_limit_s=time_limit_s)  # fmt: skip
-    jobs, note = sw.job_plan(jobs, len(sweep.points))
+    sweep = sw.Sweep(str(run.path), run.data, points, architecture=architecture,
+                     resolution=run.resolution, time_limit_s=run.time_limit_s)  # fmt: skip
     if note:
         say(f"note: {note}")
-    pool = sw.process_pool(jobs)
-    try:
-        point_futures, given_cases = _submit_points(pool, sweep, path, catalog)
-        stage(f"solving {len(sweep.points)} hit-rate and price cases in {jobs} processes")
-        _count_done(progress, f"report: plot cases ({jobs} processes)", point_futures)
-        if chosen is None:  # solved once: the report, compare and explain reuse it
-            chosen, run = _solve_base(s, architecture, catalog, resolution, time_limit_s)
-        result = chosen
-        stage("solving the Markdown report's cases (architectures, prices, explain)")
-        # its cases and the other architectures join the plot cases in the pool
-        s, rdata = api.sizing_report_data(path, architecture, catalog, resolution, time_limit_s,
-                                          solved=result, known=known, progress=progress,
-                                          solved_run=run, pool=pool,
-                                          given_cases=given_cases)  # fmt: skip
-        evaluator = _Evaluator(pool, data, str(path), resolution)
-        evaluator.add_known("this plan", result)
-        for e in rdata["compare"]["architectures"]:
-            evaluator.add_known(ARCH_NAMES.get(e["architecture"], e["architecture"]), e)
-        for label, plan in neighbours(result["plan"]):
-            evaluator.submit(label, plan)
-        for case in rdata["sensitivity"]["cases"]:
-            if case.get("plan") and not case["case"].startswith("hit rate"):
-                evaluator.submit(case["case"], case["plan"])
-        rows = sw.collect(point_futures, sweep)
-        for r in rows:
-            if r["plan"] and HIT_MEAN_KEY not in r["values"]:
-                evaluator.submit(_price_label(r), r["plan"])
-        stage("evaluating the plans met on the way on the scenario itself")
-        _count_done(
-            progress,
-            "report: plans evaluated for the cost/TTFT plot",
-            [e["future"] for e in evaluator.entries.values() if "future" in e],
-        )
-        plans = evaluator.results()
-        stage("drawing the plots")
-        if progress:
-            progress(PLOTS_STAGE, 0, 1)
-        # side by side in the pool, whose fork server has matplotlib loaded (DRAW_PRELOAD)
-        figures = report_figures(s, result, rows, plans, rdata, catalog, architecture, png,
-                                 pool)  # fmt: skip
-        markdown = render_report(s, rdata)
-        if progress:
-            progress(PLOTS_STAGE, 1, 1)
-    except BaseException:  # an interrupt (or an infeasible scenario) ends the running cases
-        sw.stop_pool(pool)
-        raise
-    finally:  # the cases not started are dropped
-        pool.shutdown(wait=True, cancel_futures=True)
+    order = report_pool.submission_order(sweep.points, HIT_MEAN_KEY)
+    hits = [i for i in order if HIT_MEAN_KEY in sweep.points[i]]
+    evaluator = Evaluator(pool, run.data, str(run.path), run.resolution)
+    given = _submit_archs(pool, s, catalog, architecture, known, run)
+    hit_futures, cases = _submit_points(pool, sweep, run.path, catalog, hits)
+    given.update(cases)
+    if chosen is not None:  # its neighbours evaluated before the price points
+        _prefetch_neighbours(evaluator, chosen)
+    price_futures = _submit_points(pool, sweep, run.path, catalog, order[len(hits) :])[0]
+    stage(f"solving {len(sweep.points)} hit-rate and price cases in {run.jobs} processes")
+    _count_done(progress, f"report: plot cases ({run.jobs} processes)",
+                [*hit_futures, *price_futures])  # fmt: skip
+    if chosen is None:  # solved once: the report, compare and explain reuse it
+        chosen, solved_run = _solve_base(s, architecture, catalog, run.resolution,
+                                         run.time_limit_s)  # fmt: skip
+        _prefetch_neighbours(evaluator, chosen)
+    result = chosen
+    stage("solving the Markdown report's cases (architectures, prices, explain)")
+    s, rdata = api.sizing_report_data(run.path, architecture, catalog, run.resolution,
+                                      run.time_limit_s, solved=result, known=known,
+                                      progress=progress, solved_run=solved_run, pool=pool,
+                                      given_cases=given)  # fmt: skip
+    for case in rdata["sensitivity"]["cases"]:
+        if case.get("plan") and not case["case"].startswith("hit rate"):
+            evaluator.prefetch(case["plan"])
+    rows = sw.collect(hit_futures, sweep)
+    hit_rows = [r for r in rows if r is not None]
+    # drawn while the price cases are solved (the drawer has matplotlib loaded)
+    started = draw_later(hit_rate_specs(s, result, hit_rows, rdata, architecture), png,
+                         run.drawer)  # fmt: skip
+
+    def price_done(row: dict) -> None:  # its plan evaluated as soon as it is known
+        if row["plan"]:
+            evaluator.prefetch(row["plan"])
+
+    priced = sw.collect(price_futures, sweep, price_done)
+    rows = [r if r is not None else p for r, p in zip(rows, priced, strict=True)]
+    started |= draw_later([tornado_spec(s, result, rows, catalog, architecture)], png,
+                          run.drawer)  # fmt: skip
+    markdown = render_report(s, rdata)  # while the last plans are evaluated and drawn
+    plans = _plans(evaluator, result, rdata, rows, progress, stage)
+    stage("drawing the plots")
+    if progress:
+        progress(PLOTS_STAGE, 0, 1)
+    figures = report_figures(s, result, rows, plans, rdata, catalog, architecture, png,
+                             run.drawer, started)  # fmt: skip
+    if progress:
+        progress(PLOTS_STAGE, 1, 1)
     extra = (("Data behind the plots", plot_data(rows, plans)),)
     html = render_html(markdown, result, page_figures(figures), "bathtub", extra)
     return Report(html, markdown, {f.name: (f.svg, png) for f, png in figures}, rows, plans)
 
 
+def _plans(evaluator, result, rdata, rows, progress, stage) -> list[dict]:
+    """The plans of the cost/TTFT plot, in the order they are labelled: this plan, the
+    other architectures', its neighbours, the cases', the price rows'."""
+    evaluator.add_known("this plan", result)
+    for e in rdata["compare"]["architectures"]:
+        evaluator.add_known(ARCH_NAMES.get(e["architecture"], e["architecture"]), e)
+    for label, plan in neighbours(result["plan"]):
+        evaluator.submit(label, plan)
+    for case in rdata["sensitivity"]["cases"]:
+        if case.get("plan") and not case["case"].startswith("hit rate"):
+            evaluator.submit(case["case"], case["plan"])
+    for r in rows:
+        if r["plan"] and HIT_MEAN_KEY not in r["values"]:
+            evaluator.submit(_price_label(r), r["plan"])
+    stage("evaluating the plans met on the way on the scenario itself")
+    _count_done(
+        progress,
+        "report: plans evaluated for the cost/TTFT plot",
+        [e["future"] for e in evaluator.entries.values() if "future" in e],
+    )
+    return evaluator.results()
+
+
+def _prefetch_neighbours(evaluator, result: dict) -> None:
+    evaluator.add_known("this plan", result)  # first, as `_plans` labels it: never evaluated
+    for _, plan in neighbours(result["plan"]):
+        evaluator.prefetch(plan)
+
+
+def _most_points(s: Scenario, catalog: Catalog, architecture, hit_means) -> int:
+    """The plot points of `architecture`, or of the allowed one with the most (the pool
+    is forked before the choice)."""
+    archs = [architecture] if architecture else s.architectures
+    return max(len(extra_points(s, catalog, a, hit_means)) for a in archs)
+
+
+def _submit_archs(pool, s, catalog, architecture, known, run: _Run) -> dict:
+    """The architectures `compare` still needs (all but the one planned, when it was
+    given): submitted first, the longest solves (report_cases.Pending takes them)."""
+    from pdd_plan.report_cases import submit_arch
+
+    s_loaded = load_scenario(run.path, catalog)  # as sizing_report_data loads it
+    others = [a for a in s_loaded.architectures if a not in known and a != architecture]
+    return {a: submit_arch(pool, s_loaded, a, run.resolution, run.time_limit_s)
+            for a in others}  # fmt: skip
+
+
 PLOTS_STAGE = "report: rendering the report and its plots"
 
 
-def _submit_points(pool, sweep: sw.Sweep, path, catalog: Catalog) -> tuple[dict, dict]:
-    """The plot points in the pool (future of the row -> point index), and the sensitivity
-    cases that are plot points too (case name -> future of its entry): such a pair is one
-    task, so its variant is solved once (report_cases.point_and_case)."""
-    from pdd_plan.report_cases import point_and_case
+def _submit_points(pool, sweep: sw.Sweep, path, catalog: Catalog, indices) -> tuple[dict, dict]:
+    """The plot points `indices` in the pool, in that order (future of the row -> point
+    index), and the sensitivity cases (case name -> future of its entry): one that is a
+    plot point too is one task with it, so its variant is solved once
+    (report_cases.point_and_case); the others follow the points when the indices hold
+    the hit-rate points (the price points come after them: see report_pool.py)."""
+    from pdd_plan.report_cases import point_and_case, submit_case
 
     s = load_scenario(path, catalog)  # as sizing_report_data loads it: the cases' base
     cases = {c[0]: c for c in sensitivity_cases(s, catalog)}
     paired = {sweep.points.index(edit): cases[name] for name, edit in case_edits().items()
               if edit in sweep.points and name in cases}  # fmt: skip
     rows, entries = {}, {}
-    for i in range(len(sweep.points)):
+    for i in indices:
         if i in paired:
             row, entries[paired[i][0]] = _parts(pool.submit(point_and_case, sweep, i, paired[i]))
         else:
             row = pool.submit(sw.run_point, sweep, i)
         rows[row] = i
+    if any(HIT_MEAN_KEY in sweep.points[i] for i in indices):
+        for name, case in cases.items():
+            if name not in entries:
+                entries[name] = submit_case(pool, case, sweep.architecture, sweep.resolution,
+                                            sweep.time_limit_s)  # fmt: skip
     return rows, entries
 
 
@@ -316,36 +356,3 @@ def _count_done(progress, stage: str, futures) -> None:
 def _price_label(row: dict) -> str:
     ((key, value),) = row["values"].items()
     return f"{key} = {value:g}"
-
-
-class _Evaluator:
-    """Distinct plans evaluated once each, in the pool; plans already evaluated on the
-    scenario (the optimum, the other architectures) are taken as they are."""
-
-    def __init__(self, pool, data: dict, label: str, resolution):
-        self.pool, self.data, self.label, self.resolution = pool, data, label, resolution
-        self.entries: dict[str, dict] = {}
-
-    def add_known(self, label: str, result: dict) -> None:
-        if result.get("plan") and result.get("metrics"):
-            key = plan_key(result["plan"])
-            self.entries.setdefault(key, {"label": label, "plan": result["plan"],
-                                          "metrics": result["metrics"]})  # fmt: skip
-
-    def submit(self, label: str, plan: dict) -> None:
-        key = plan_key(plan)
-        if key not in self.entries:
-            future = self.pool.submit(evaluate_plan, self.data, self.label, plan, self.resolution)
-            self.entries[key] = {"label": label, "plan": plan, "future": future}
-
-    def results(self) -> list[dict]:
-        out = []
-        for e in self.entries.values():
-            if "future" in e:
-                try:
-                    e = {**e, "metrics": e.pop("future").result()}
-                except Exception:  # a worker that died: the plan is left out of the plot
-                    continue
-            if e["metrics"] is not None:
-                out.append(e)
-        return out

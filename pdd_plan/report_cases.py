@@ -130,6 +130,18 @@ def point_and_case(sweep, index: int, case: tuple[str, str, Scenario]) -> tuple[
     return row, entry
 
 
+def submit_case(pool: Executor, case: tuple[str, str, Scenario], architecture: str,
+                resolution, time_limit_s: float) -> Future:  # fmt: skip
+    """The future of one sensitivity case's entry, solved in `pool` (`Pending` takes it)."""
+    return pool.submit(_case_in_worker, *case[:2], case[2], architecture, resolution,
+                       time_limit_s)  # fmt: skip
+
+
+def submit_arch(pool: Executor, s: Scenario, arch: str, resolution, time_limit_s: float):
+    """The future of one other architecture's result, solved in `pool`."""
+    return pool.submit(_arch_in_worker, s, arch, resolution, time_limit_s)
+
+
 def _arch_in_worker(s: Scenario, arch: str, resolution, time_limit_s: float) -> dict | None:
     from pdd_plan import api
     from pdd_plan.sweep import worker_catalog
@@ -157,14 +169,13 @@ class Pending:
     def submit(cls, pool: Executor, s: Scenario, architecture: str, catalog: Catalog,
                resolution, time_limit_s: float, other_archs,
                given: dict[str, Future] | None = None) -> Pending:  # fmt: skip
-        """`given`: case name -> the future of its entry, already submitted (a plot point
-        of the same variant, `point_and_case`): not submitted again."""
+        """`given`: case name (or architecture) -> the future of its entry (result),
+        already submitted (`submit_case`, `submit_arch`, or a plot point of the same
+        variant, `point_and_case`): not submitted again."""
         run, given = (resolution, time_limit_s), given or {}
-        cases = [
-            (c, given.get(c[0]) or pool.submit(_case_in_worker, *c[:2], c[2], architecture, *run))
-            for c in sensitivity_cases(s, catalog)
-        ]
-        archs = [(a, pool.submit(_arch_in_worker, s, a, *run)) for a in other_archs]
+        cases = [(c, given.get(c[0]) or submit_case(pool, c, architecture, *run))
+                 for c in sensitivity_cases(s, catalog)]  # fmt: skip
+        archs = [(a, given.get(a) or submit_arch(pool, s, a, *run)) for a in other_archs]
         return cls(s, architecture, catalog, resolution, time_limit_s, cases, archs)
 
     def case_entries(self, progress: Callable[[int, int], None] | None = None) -> list[dict]:

@@ -65,10 +65,9 @@ def report(
     check_outputs([scenario], {"--output": output, "--markdown": markdown})
     means = _hit_means(hit_rates)
     start = time.perf_counter()
-    from pdd_plan.sweep import warm_pool_server
+    from pdd_plan.report_pool import start_drawer
 
-    # the pool's fork server imports the solver and matplotlib as this process imports
-    warm_pool_server(("matplotlib.pyplot",))  # report_build.DRAW_PRELOAD, not imported yet
+    start_drawer()  # forked now: it imports matplotlib as this process imports the solver
     from pdd_plan.report_build import HIT_MEANS, build
 
     def say(text: str) -> None:

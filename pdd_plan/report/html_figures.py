@@ -72,10 +72,13 @@ def along_mean(along: list[dict]) -> float:
     return next(r["values"][HIT_MEAN_KEY] for r in along if "index" not in r)
 
 
-def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=True,
-                   pool=None) -> list:  # fmt: skip
-    """[(Figure, PNG bytes or None where `png` is False)] of the four figures, drawn side
-    by side in `pool` (an executor) when given."""
+def hit_rate_specs(s, result, rows, rdata, architecture) -> list[tuple]:
+    """(name, the plots function's arguments, section) of the bathtub and the composition:
+    they need only the hit-rate rows (price rows may be missing) and the comparison."""
+    return _hit_rate_figures(s, result, rows, rdata, architecture)[0]
+
+
+def _hit_rate_figures(s, result, rows, rdata, architecture):
     hit_rows = sorted((r for r in rows if HIT_MEAN_KEY in r["values"]
                        and ARCH_KEY not in r["values"]),
                       key=lambda r: r["values"][HIT_MEAN_KEY])  # fmt: skip
@@ -83,33 +86,63 @@ def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=Tru
     base_row = {"values": {HIT_MEAN_KEY: base_mean}, "status": result["status"],
                 "plan": result["plan"], "metrics": result["metrics"]}  # fmt: skip
     along = sorted([*hit_rows, base_row], key=lambda r: r["values"][HIT_MEAN_KEY])
-    series, ratio = _bathtub_series(architecture, along, rows, rdata, baseline(s, architecture))
+    hits = [r for r in rows if HIT_MEAN_KEY in r["values"]]
+    series, ratio = _bathtub_series(architecture, along, hits, rdata, baseline(s, architecture))
     groups = sorted({g for r in along for g in gpu_groups(r["plan"])})
-    metric, metric_name = OBJECTIVE_METRIC[s.objective.kind]
-    # (name, the plots function's arguments, section): plain data, drawn by plots.draw
     specs = [
         ("bathtub", (series, base_mean, ratio), SECTION_CASES),
         ("composition", ([f"{r['values'][HIT_MEAN_KEY]:.2f}" for r in along],
                          {group_label(g): [gpu_groups(r["plan"])[g] for r in along]
                           for g in groups},
                          "mean prefix-hit rate"), SECTION_CASES),
-        ("tornado", (_tornado_cases(s, result, rows, catalog, architecture, metric),
-                     metric_name, "price x0.8", "price x1.2"), SECTION_CASES),
+    ]  # fmt: skip
+    return specs, series, ratio
+
+
+def tornado_spec(s, result, rows, catalog, architecture) -> tuple:
+    """The tornado's (name, arguments, section): it needs the price rows alone."""
+    metric, metric_name = OBJECTIVE_METRIC[s.objective.kind]
+    return ("tornado", (_tornado_cases(s, result, rows, catalog, architecture, metric),
+                        metric_name, "price x0.8", "price x1.2"), SECTION_CASES)  # fmt: skip
+
+
+def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=True,
+                   pool=None, started=None) -> list:  # fmt: skip
+    """[(Figure, PNG bytes or None where `png` is False)] of the four figures, drawn side
+    by side in `pool` (an executor) when given. `started`: name -> (arguments, future) of
+    figures already submitted (`draw_later`), used where their arguments are these."""
+    hit_specs, series, ratio = _hit_rate_figures(s, result, rows, rdata, architecture)
+    _, metric_name = OBJECTIVE_METRIC[s.objective.kind]
+    # (name, the plots function's arguments, section): plain data, drawn by plots.draw
+    specs = [
+        *hit_specs,
+        tornado_spec(s, result, rows, catalog, architecture),
         ("pareto", ([(p["metrics"]["ttft_s"]["p99"], p["metrics"]["cost_usd_per_hour"],
                       p["label"]) for p in plans], "this plan"), SECTION_COMPARE),
     ]  # fmt: skip
     captions = _captions(series, ratio, metric_name, len(plans))
-    drawn = _drawn([(name, args) for name, args, _ in specs], png, pool)
+    drawn = _drawn([(name, args) for name, args, _ in specs], png, pool, started or {})
     return [(Figure(name, svg, captions[name], section), png_bytes)
             for (name, _, section), (svg, png_bytes) in zip(specs, drawn, strict=True)]  # fmt: skip
 
 
-def _drawn(specs, png: bool, pool) -> list[tuple[str, bytes | None]]:
-    """(SVG, PNG) of each (name, arguments), in `pool` when given; one whose worker failed
-    is drawn here (the same function: the same bytes)."""
+def draw_later(specs, png: bool, pool) -> dict:
+    """name -> (arguments, future of its drawing in `pool`) of each (name, args, section):
+    figures whose data is in, drawn while the rest is solved (`report_figures(started=)`)."""
+    if pool is None:
+        return {}
+    return {name: (args, pool.submit(plots.draw, name, args, png)) for name, args, _ in specs}
+
+
+def _drawn(specs, png: bool, pool, started=None) -> list[tuple[str, bytes | None]]:
+    """(SVG, PNG) of each (name, arguments), in `pool` when given (or as `started` drew
+    it, with the same arguments); one whose worker failed is drawn here (the same
+    function: the same bytes)."""
+    started = started or {}
     if pool is None:
         return [plots.draw(name, args, png) for name, args in specs]
-    futures = [pool.submit(plots.draw, name, args, png) for name, args in specs]
+    futures = [started[name][1] if name in started and started[name][0] == args
+               else pool.submit(plots.draw, name, args, png) for name, args in specs]  # fmt: skip
     out = []
     for (name, args), future in zip(specs, futures, strict=True):
         try:

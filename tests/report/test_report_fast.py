@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan import api, fork_pool, report_build
-from pdd_plan import sweep as sw
+from pdd_plan import api, fork_pool, report_build, report_pool
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario
 from pdd_plan.loaders.strict import load_yaml
@@ -63,7 +62,8 @@ def built(tmp_path_factory):
     path.write_text(TINY.read_text().replace("name: tiny", "name: tiny_idc") +
                     f"architectures: [{ARCH}]\n")  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sw, "process_pool", lambda jobs: InProcess())
+        mp.setattr(report_pool, "solvers", lambda jobs: InProcess())
+        mp.setattr(report_pool, "drawer", lambda: None)
         mp.setattr(fork_pool, "cpu_count", lambda: 1)
         mp.setattr(report_build, "report_figures", lambda *a: [])  # drawing: not this test's
         calls = solve_spy(mp)
