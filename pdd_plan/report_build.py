@@ -44,6 +44,7 @@ from pdd_plan.report.html_figures import (
     draw_later,
     hit_rate_specs,
     page_figures,
+    pareto_spec,
     plot_data,
     price_keys,
     report_figures,
@@ -212,6 +213,11 @@ def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Repo
     started = draw_later(hit_rate_specs(s, result, hit_rows, rdata, architecture), png,
                          run.drawer)  # fmt: skip
 
+    # the cost/TTFT plot too, with the plans known so far: a price case seldom brings a
+    # new plan, and if one does the figure is drawn again (`report_figures` compares)
+    started |= draw_later([pareto_spec(_plans_in_order(evaluator, result, rdata, hit_rows))],
+                          png, run.drawer)  # fmt: skip
+
     def price_done(row: dict) -> None:  # its plan evaluated as soon as it is known
         if row["plan"]:
             evaluator.prefetch(row["plan"])
@@ -235,8 +241,21 @@ def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Repo
 
 
 def _plans(evaluator, result, rdata, rows, progress, stage) -> list[dict]:
-    """The plans of the cost/TTFT plot, in the order they are labelled: this plan, the
-    other architectures', its neighbours, the cases', the price rows'."""
+    """The plans of the cost/TTFT plot (`_plans_in_order`), a bar over their evaluation."""
+    _plans_in_order(evaluator, result, rdata, rows, wait=False)
+    stage("evaluating the plans met on the way on the scenario itself")
+    _count_done(
+        progress,
+        "report: plans evaluated for the cost/TTFT plot",
+        [e["future"] for e in evaluator.entries.values() if "future" in e],
+    )
+    return evaluator.results()
+
+
+def _plans_in_order(evaluator, result, rdata, rows, wait=True) -> list[dict] | None:
+    """The plans of the cost/TTFT plot met in `rows` and `rdata`, in the order they are
+    labelled: this plan, the other architectures', its neighbours, the cases', the price
+    rows'. Asked again with more rows, the plans already there keep their place."""
     evaluator.add_known("this plan", result)
     for e in rdata["compare"]["architectures"]:
         evaluator.add_known(ARCH_NAMES.get(e["architecture"], e["architecture"]), e)
@@ -248,13 +267,7 @@ def _plans(evaluator, result, rdata, rows, progress, stage) -> list[dict]:
     for r in rows:
         if r["plan"] and HIT_MEAN_KEY not in r["values"]:
             evaluator.submit(_price_label(r), r["plan"])
-    stage("evaluating the plans met on the way on the scenario itself")
-    _count_done(
-        progress,
-        "report: plans evaluated for the cost/TTFT plot",
-        [e["future"] for e in evaluator.entries.values() if "future" in e],
-    )
-    return evaluator.results()
+    return evaluator.results() if wait else None
 
 
 def _prefetch_neighbours(evaluator, result: dict) -> None:

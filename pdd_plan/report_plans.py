@@ -99,11 +99,12 @@ class Evaluator:
     def results(self) -> list[dict]:
         out = []
         for e in self.entries.values():
-            if "future" in e:
+            if "future" in e:  # (kept: `results` may be asked again as plans join)
                 try:
-                    e = {**e, "metrics": e.pop("future").result()}
+                    metrics = e["future"].result()
                 except Exception:  # a worker that died: the plan is left out of the plot
                     continue
+                e = {k: v for k, v in e.items() if k != "future"} | {"metrics": metrics}
             if e["metrics"] is not None:
                 out.append(e)
         return out

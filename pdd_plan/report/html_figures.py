@@ -106,6 +106,12 @@ def tornado_spec(s, result, rows, catalog, architecture) -> tuple:
                         metric_name, "price x0.8", "price x1.2"), SECTION_CASES)  # fmt: skip
 
 
+def pareto_spec(plans: list[dict]) -> tuple:
+    """The cost/TTFT plot's (name, arguments, section), from its evaluated plans."""
+    return ("pareto", ([(p["metrics"]["ttft_s"]["p99"], p["metrics"]["cost_usd_per_hour"],
+                         p["label"]) for p in plans], "this plan"), SECTION_COMPARE)  # fmt: skip
+
+
 def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=True,
                    pool=None, started=None) -> list:  # fmt: skip
     """[(Figure, PNG bytes or None where `png` is False)] of the four figures, drawn side
@@ -117,9 +123,8 @@ def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=Tru
     specs = [
         *hit_specs,
         tornado_spec(s, result, rows, catalog, architecture),
-        ("pareto", ([(p["metrics"]["ttft_s"]["p99"], p["metrics"]["cost_usd_per_hour"],
-                      p["label"]) for p in plans], "this plan"), SECTION_COMPARE),
-    ]  # fmt: skip
+        pareto_spec(plans),
+    ]
     captions = _captions(series, ratio, metric_name, len(plans))
     drawn = _drawn([(name, args) for name, args, _ in specs], png, pool, started or {})
     return [(Figure(name, svg, captions[name], section), png_bytes)
