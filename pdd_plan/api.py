@@ -239,7 +239,7 @@ def compare_architectures(
     return out
 
 
-# --- the sizing report: report_data.py (its names re-exported here) ----------------------
+# --- explain and the answer without a plan (the sizing report: report_data.py) -----------
 
 
 def explain_scenario(
