@@ -1,7 +1,10 @@
 """Where `pdd-plan report`'s time goes: a timeline of the parent and of every pool task.
 
-Run: python benchmarks/report_timeline.py [scenario] [--repeats N] [--jobs J]
-(prints figures; asserts nothing). Each repeat builds the report in this process (as the
+Run: python benchmarks/report_timeline.py [scenario] [--repeats N] [--jobs J] [--cli N]
+(prints figures; asserts nothing). --cli N instead runs `pdd-plan report` N times as a
+fresh process (issue #15: <= 8 s on an idle 2-core machine) and prints each run's wall
+and CPU (user + system of it and its reaped children: every worker, all forked from it),
+then the median and the maximum wall. Each repeat builds the report in this process (as the
 CLI does, less the file writing) with every task submitted to a process pool (the report
 pool's fork-server workers, fork_pool.py's forked children) wrapped to log its start, end
 and CPU (`time.process_time`, its own process) to a file; the parent logs each stage it
@@ -17,6 +20,7 @@ import concurrent.futures
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -83,12 +87,35 @@ def one(scenario: str | None, jobs: int | None) -> tuple[float, float]:
     return wall, cpu + total
 
 
+def cli_runs(scenario: str | None, runs: int) -> None:
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    walls = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(runs):
+            before = os.times()
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "pdd_plan", "report", scenario or "default",
+                            "-o", os.path.join(tmp, "r.html"), "--no-progress"],
+                           check=True, capture_output=True)  # fmt: skip
+            walls.append(time.perf_counter() - start)
+            after = os.times()
+            cpu = (after.children_user - before.children_user
+                   + after.children_system - before.children_system)  # fmt: skip
+            print(f"run {k + 1}: wall {walls[-1]:.2f} s, CPU {cpu:.2f} s, "
+                  f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(f"wall median {statistics.median(walls):.2f} s, max {max(walls):.2f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario", nargs="?")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--jobs", type=int)
+    ap.add_argument("--cli", type=int, default=0, help="time N fresh `pdd-plan report` runs")
     a = ap.parse_args()
+    if a.cli:
+        cli_runs(a.scenario, a.cli)
+        return
     print(f"load average {os.getloadavg()[0]:.2f}")
     walls, cpus = [], []
     for _ in range(a.repeats):

@@ -13,9 +13,9 @@ process: the imports by family, each after the ones above it, then the work (the
 architectures in turn). The default's four architectures are solved side by side in forked processes
 (pdd_plan/fork_pool.py, one a CPU): the figures show the same solve with them one after
 another (`jobs=1`, through the API in a fresh process), and with --report
-`pdd-plan report default` once (issue #15: <= 8 s; its CPU figure leaves out the
-plot-case pool's workers, children of the fork server, which this process does not
-reap). Each process figure is the median wall time and the median CPU time (user +
+`pdd-plan report default` once (issue #15: <= 8 s; its CPU figure counts its workers too:
+they are forked children of its process since report_pool.py, where the fork server's were
+not). Each process figure is the median wall time and the median CPU time (user +
 system, children included) of its runs; on a shared machine the CPU time is the steadier
 figure, and the load average printed first says how shared it was.
 
