@@ -68,6 +68,8 @@ def _erlang_b(servers: int, a: float) -> float:
     for c in range(1, servers + 1):
         ab = a * b
         b = ab / (c + ab)
+        if b == 0.0:  # underflowed (c far above a): every later step keeps 0 / (c + 0) = 0
+            break  # exact, and 2/3 of a sweep's steps (pools of thousands of slots)
     return b
 
 

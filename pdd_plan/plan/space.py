@@ -9,6 +9,7 @@ more capacity than a cheaper one (with monotonicity in the line capacity, never 
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -187,19 +188,9 @@ class Spaces:
         """Every line mix within wan.max_lines that could carry the load, less those with
         no more capacity than a cheaper (or equal) one."""
         wan = self.scenario.wan
-        caps = [self.tiers[t].capacity_bits_per_s for t in wan.tiers]
-        prices = [line_price_usd_per_hour(self.scenario, self.tiers[t]) for t in wan.tiers]
+        caps = tuple(self.tiers[t].capacity_bits_per_s for t in wan.tiers)
+        prices = tuple(line_price_usd_per_hour(self.scenario, self.tiers[t]) for t in wan.tiers)
         frac = WanLink(1.0, 0.0, wan.per_connection_bits_per_s, wan.connection_pool_size)
-        layer = {tuple(0 for _ in caps): (0.0, 0.0)}
-        found = []
-        for _ in range(wan.max_lines):
-            grown = {}
-            for counts, (cap, cost) in layer.items():
-                for i in range(len(caps)):
-                    more = counts[:i] + (counts[i] + 1,) + counts[i + 1 :]
-                    grown[more] = (cap + caps[i], cost + prices[i])
-            layer = dict(_pareto(grown.items()))
-            found += layer.items()
         # the line saturates at the rate where the bits reach its goodput
         options = (
             (
@@ -208,7 +199,7 @@ class Spaces:
                 cost,
                 cap * frac.goodput_frac / bits_per_request if bits_per_request else math.inf,
             )
-            for counts, (cap, cost) in sorted(_pareto(found), key=lambda kv: kv[1][1])
+            for counts, cap, cost in _line_mixes(caps, prices, wan.max_lines)
         )
         return tuple(LineOption(*o) for o in options if o[3] > rate * (1 - 1e-9))
 
@@ -287,6 +278,26 @@ class Spaces:
                 n = min(n, (most - others) // ch.gpus_per_instance)
             out.append(max(n, ch.min_count))
         return out
+
+
+@functools.lru_cache(maxsize=64)  # keyed on all it reads; a sweep has a few line menus
+def _line_mixes(caps: tuple, prices: tuple, max_lines: int) -> tuple:
+    """(counts per tier, capacity, $/h) of every mix of at most `max_lines` lines not
+    beaten by another of at least its capacity at no more cost, cheapest first: the same
+    for every policy of a solve and every point of a sweep (it reads neither the bytes
+    nor the rate), so found once per menu, not six times a solve."""
+    layer = {tuple(0 for _ in caps): (0.0, 0.0)}
+    found = []
+    for _ in range(max_lines):
+        grown = {}
+        for counts, (cap, cost) in layer.items():
+            for i in range(len(caps)):
+                more = counts[:i] + (counts[i] + 1,) + counts[i + 1 :]
+                grown[more] = (cap + caps[i], cost + prices[i])
+        layer = dict(_pareto(grown.items()))
+        found += layer.items()
+    ranked = sorted(_pareto(found), key=lambda kv: kv[1][1])
+    return tuple((counts, cap, cost) for counts, (cap, cost) in ranked)
 
 
 def _pareto(items):

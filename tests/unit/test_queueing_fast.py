@@ -233,6 +233,17 @@ def test_erlang_b_memo_misses_when_either_key_part_changes():
     assert queueing.erlang_b(1, 3.0) == 0.75 and queueing.erlang_b(2, 1.0) == 0.2
 
 
+def test_erlang_b_stops_where_it_underflows_with_the_full_recursions_value():
+    """The recursion ends once B is 0.0 (every later step keeps it): the same double as
+    running every step, on pools where it underflows early, late, at the end, or never."""
+    queueing._erlang_b.cache_clear()
+    cases = ((8325, 700.0), (8325, 7000.0), (2000, 1.5), (800, 400.0), (300, 299.9),
+             (50, 0.01), (5000, 4999.0), (3, 2.0), (1, 0.0))  # fmt: skip
+    for servers, load in cases:
+        assert queueing.erlang_b(servers, load) == _erlang_b_by_hand(servers, load)
+    assert queueing.erlang_b(8325, 700.0) == 0.0  # the case the early stop serves
+
+
 def test_erlang_b_checks_its_arguments_before_the_memo():
     queueing.erlang_b(3, 2.0)
     with pytest.raises(TypeError):
