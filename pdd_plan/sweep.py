@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import multiprocessing
-import os
 import re
-import signal
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -37,12 +33,20 @@ from pdd_plan.loaders.scenario import resolve_scenario_path
 from pdd_plan.loaders.strict import load_yaml
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan.scenario_edit import ARCH_KEY, WHERE, check_key, edited
+from pdd_plan.sweep_evaluate import evaluate_loaded, evaluated_status  # noqa: F401 (the API)
+from pdd_plan.sweep_pool import (  # noqa: F401  (re-exported: the sweep's API)
+    JOBS_PER_CPU_MAX,
+    cpu_count,
+    job_count,
+    job_plan,
+    process_pool,
+    stop_pool,
+    warm_pool_server,
+)
 
 MAX_POINTS = 100_000
 OBJECTIVES = ("max_bcr", "min_cost", "max_goodput")
 AXIS_FORMS = "KEY=START:STOP:STEP (stop included) or KEY=V1,V2,... (or KEY=V)"
-# modules the pool's fork server imports once, so that each worker starts warm
-_PRELOAD = ["pdd_plan.api", "pdd_plan.plan.solve", "pdd_plan.plan.scenario_edit"]
 
 
 @dataclass(frozen=True)
@@ -221,41 +225,6 @@ def _solve_or_evaluate(sweep: Sweep, edits: dict, catalog: Catalog) -> dict:
     return evaluate_loaded(s, sweep.plan_path, catalog, sweep.resolution)
 
 
-def evaluate_loaded(s, plan_path: str, catalog: Catalog, resolution) -> dict:
-    """`pdd-plan evaluate`'s result for a scenario already loaded (edited)."""
-    from pdd_plan.loaders.engine_profile import profile_summary
-    from pdd_plan.loaders.plan_file import load_plan
-    from pdd_plan.model.deployment_json import plan_json
-    from pdd_plan.model.evaluate import evaluate, prepare
-
-    deployment = load_plan(plan_path, s, catalog)
-    model = catalog.model_for(s)
-    setup = prepare(s, deployment, model, catalog.gpus, catalog.lines, resolution)
-    metrics, snap = evaluate(setup)
-    out = {"status": "evaluated", "plan": plan_json(deployment), "metrics": metrics.to_json()}
-    out["metrics"]["engine_profile"] = profile_summary(s.engine.profile)  # as evaluate's (#13)
-    saturation = None
-    if snap is None:
-        from pdd_plan.saturation import saturation_of
-
-        saturation = saturation_of(setup, metrics.offered_rps, metrics.goodput_rps)
-    out["status"], out["error"] = evaluated_status(out["metrics"], saturation)
-    return out
-
-
-def evaluated_status(metrics: dict, saturation: dict | None) -> tuple[str, str | None]:
-    """A plan evaluated at a point: `evaluated` only when it meets the SLA there (#14
-    item 11); `saturated` or `sla_missed` count as failed points, with the reason."""
-    if saturation is not None:
-        return "saturated", (f"{saturation['first']} (the plan carries "
-                             f"{metrics['goodput_rps']:.3g} req/s within the SLA)")  # fmt: skip
-    if not metrics["sla_met"]:
-        missed = [f"{k} {v['value']:.3g} > {v['limit']:.3g}"
-                  for k, v in metrics["sla_checks"].items() if v["value"] > v["limit"]]  # fmt: skip
-        return "sla_missed", "SLA missed: " + ", ".join(missed)
-    return "evaluated", None
-
-
 def run_point(sweep: Sweep, index: int, catalog: Catalog | None = None) -> dict:
     """Point `index` of the sweep: its values, status, error (None when it ran), the plan
     and metrics in the design.md §7 shapes, and its wall time. Never raises for a point."""
@@ -313,87 +282,6 @@ def worker_catalog() -> Catalog:
     if _catalog is None:
         _catalog = Catalog()
     return _catalog
-
-
-JOBS_PER_CPU_MAX = 4  # an explicit --jobs runs at most this many processes a CPU
-
-
-def cpu_count() -> int:
-    """The CPUs this process may run on (its affinity, which a container may narrow)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def job_count(jobs: int | None, points: int, cpus: int | None = None) -> int:
-    return job_plan(jobs, points, cpus)[0]
-
-
-def job_plan(jobs: int | None, points: int, cpus: int | None = None) -> tuple[int, str]:
-    """Processes for `points` points, and a note for stderr ('' when none is due).
-
-    The default is one a CPU: more only share the CPUs (each holds its own solver and
-    catalog, so memory grows and nothing ends sooner). An explicit `jobs` above the CPU
-    count is honoured, with a note, up to JOBS_PER_CPU_MAX a CPU, and capped there. Never
-    more processes than points."""
-    cpus = cpus or cpu_count()
-    cap = JOBS_PER_CPU_MAX * cpus
-    count = max(1, min(jobs or cpus, cap, points))
-    if jobs and jobs > cap and points > cap:
-        return count, (f"--jobs {jobs} capped at {cap} processes ({JOBS_PER_CPU_MAX} a CPU, "
-                       f"{cpus} CPU{'s' if cpus > 1 else ''})")  # fmt: skip
-    if count > cpus:
-        return count, f"--jobs {jobs}: {count} processes share {cpus} CPUs (oversubscribed)"
-    return count, ""
-
-
-def process_pool(jobs: int) -> ProcessPoolExecutor:
-    """Worker processes started by a fork server that has imported the solver once: no
-    thread of the caller (a progress bar, HiGHS) is ever forked, and workers start warm.
-    A script that starts one needs the `if __name__ == "__main__":` guard."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(_PRELOAD)
-    return ProcessPoolExecutor(jobs, context, initializer=_ignore_sigint)
-
-
-def warm_pool_server(extra_preload: tuple[str, ...] = ()) -> None:
-    """Start `process_pool`'s fork server now: it imports the solver (about a second of
-    CPU) and `extra_preload` while the caller works, so that a pool made later starts its
-    workers at once (with those modules: the report's workers draw its figures).
-    It starts with SIGINT ignored (inherited): a Ctrl-C to the process group while it
-    imports would print its traceback (the caller stops on it and ends the server)."""
-    from multiprocessing import forkserver
-
-    multiprocessing.get_context("forkserver").set_forkserver_preload([*_PRELOAD, *extra_preload])
-    if threading.current_thread() is not threading.main_thread():  # no signal handling
-        forkserver.ensure_running()
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:  # a few milliseconds: the spawn
-        forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _ignore_sigint() -> None:
-    # Ctrl-C reaches the whole process group: the caller stops the workers (`stop_pool`),
-    # and a worker must not die printing its own traceback first
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Drop the points not started, end the running ones and wait for the workers to
-    exit, so that none outlives an interrupted caller."""
-    workers = list((getattr(pool, "_processes", None) or {}).values())
-    manager = getattr(pool, "_executor_manager_thread", None)
-    pool.shutdown(wait=False, cancel_futures=True)
-    for worker in workers:
-        worker.terminate()
-    for worker in workers:
-        worker.join(timeout=5)
-    if manager is not None:  # let it close its wake-up pipe before the interpreter exits:
-        manager.join(timeout=5)  # else Python's exit hook may write to it as it closes
 
 
 def submit_points(pool: ProcessPoolExecutor, sweep: Sweep, indices=None) -> dict:
