@@ -128,14 +128,14 @@ def build(
     """The HTML sizing report of `scenario` (module doc). `say` hears each stage as a
     line, or `progress(stage, done, total)` as it moves when given (then `say` hears only
     notes). `png` False: the figures without their PNG (the HTML inlines the SVG)."""
-    catalog = catalog or Catalog()
-    path = resolve_scenario_path(scenario)
-    data = load_yaml(path, "a pdd-plan scenario")
-    s, _ = edited(data, {}, str(path), catalog)
     drawer = report_pool.drawer()  # forked (importing matplotlib) before the solvers
-    jobs, note = sw.job_plan(jobs, _most_points(s, catalog, architecture, hit_means))
     pools = [drawer]
-    try:
+    try:  # from here a bad input, like an interrupt, ends the drawer at once
+        catalog = catalog or Catalog()
+        path = resolve_scenario_path(scenario)
+        data = load_yaml(path, "a pdd-plan scenario")
+        s, _ = edited(data, {}, str(path), catalog)
+        jobs, note = sw.job_plan(jobs, _most_points(s, catalog, architecture, hit_means))
         pools.append(report_pool.solvers(jobs))
         run = _Run(s, data, path, catalog, resolution, time_limit_s, jobs, pools[1], drawer)
         return _built(run, architecture, hit_means, note, say, progress, png)
