@@ -7,7 +7,9 @@ scenario allows, as `pdd-plan solve` runs them) at each rate, and one subprocess
 Prints per rate: wall time, status (optimal / feasible / infeasible proven / unproven),
 and the binding limit named (the winner's architecture and cost when there is a plan).
 Run: python benchmarks/rates.py [--rates 5,10,...] [--time-limit 30] [--subprocess-rate 100]
-[--jobs 1] (prints figures; asserts nothing). The CPU column is this process's and its
+[--jobs 1] [--count] (prints figures; asserts nothing). `--count` (implies --jobs 1, every
+architecture in this process): the exact search's plan evaluations and heap steps, summed
+over the architectures, as two more columns. The CPU column is this process's and its
 reaped children's (the fork pool's workers), the steadier figure on a shared machine.
 The load average printed first says how shared the machine was.
 """
@@ -71,6 +73,29 @@ def cpu_s() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+class SearchCounts:
+    """Plan evaluations and heap steps of every exact search run in this process."""
+
+    def __init__(self):
+        from pdd_plan.plan import search
+
+        self.evaluations = self.steps = 0
+        run = search.Search.run
+
+        def counted(walk, *args, **kwargs):
+            out = run(walk, *args, **kwargs)
+            self.evaluations += out.evaluations
+            self.steps += out.steps
+            return out
+
+        search.Search.run = counted
+
+    def take(self) -> tuple[int, int]:
+        got = (self.evaluations, self.steps)
+        self.evaluations = self.steps = 0
+        return got
+
+
 def one(scenario, rate: float, catalog, time_limit_s: float, jobs=None):
     """(wall s, CPU s, status, binding limit or plan) of the solve at `rate`."""
     s = at_rate(scenario, rate)
@@ -107,14 +132,19 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S)
     ap.add_argument("--subprocess-rate", type=float, default=100.0)
     ap.add_argument("--jobs", type=int, default=None, help="1: the architectures in turn")
+    ap.add_argument("--count", action="store_true", help="evaluations and steps (--jobs 1)")
     args = ap.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} (1 min)", flush=True)
     catalog = Catalog()
     scenario = load_scenario(resolve_scenario_path(None), catalog)
-    print(f"{'rate':>6}  {'wall s':>7}  {'CPU s':>7}  {'status':<18} binding limit / plan")
+    counts = SearchCounts() if args.count else None
+    jobs = 1 if args.count else args.jobs
+    more = f"  {'evals':>6}  {'steps':>7}" if counts else ""
+    print(f"{'rate':>6}  {'wall s':>7}  {'CPU s':>7}{more}  {'status':<18} binding limit / plan")
     for rate in (float(r) for r in args.rates.split(",")):
-        wall, cpu, status, what = one(scenario, rate, catalog, args.time_limit, args.jobs)
-        print(f"{rate:6g}  {wall:7.2f}  {cpu:7.2f}  {status:<18} {what}", flush=True)
+        wall, cpu, status, what = one(scenario, rate, catalog, args.time_limit, jobs)
+        more = "  {:6d}  {:7d}".format(*counts.take()) if counts else ""
+        print(f"{rate:6g}  {wall:7.2f}  {cpu:7.2f}{more}  {status:<18} {what}", flush=True)
     if args.subprocess_rate > 0:
         wall, code, status = subprocess_figure(args.subprocess_rate, args.time_limit)
         print(f"subprocess `pdd-plan solve` at {args.subprocess_rate:g} req/s: {wall:.2f} s, "

@@ -17,6 +17,12 @@ exact search (search.py) may skip what lies beyond it. Each rests on a step of `
   decode wholly on main decode outweigh a percentile's tail (PDD; their tokens and the
   least mean context any split of the relayed tokens gives), that step must also be
   within the TPOT limit, which caps B further.
+- PDD's main decode, also (first_pass.py): `decode_side` first solves MD with every remote
+  request's whole output on it, before RLD takes its eager tokens, so n instances carry at
+  most n K / step(K) / T requests/s (K its slots, T remote output tokens per request), the
+  rate above which that pass saturates (exact, to SATURATION_SLACK). It only caps the
+  ceiling (`CeilingOnly`): the fewest instances stay the TPOT bound's, so the walk's
+  order, which decides ties between plans of equal cost, does not move.
 - WAN: the line saturates unless its goodput exceeds the mean bits/s crossing it.
 Relay decode gets no bound but one instance (its tokens depend on the WAN and the handoff).
 Margins (TTFT_MARGIN_S, TPOT_MARGIN_S, FIXED_POINT_SLACK) keep the root-finding tolerances
@@ -44,75 +50,18 @@ from pdd_plan.model.queueing import ggc_wait
 from pdd_plan.model.roofline import Instance
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import RequestClasses
+from pdd_plan.plan.first_pass import first_pass
+from pdd_plan.plan.sup_rate import SupRate, smallest
 
 TTFT_MARGIN_S = 1e-5  # evaluate's quantiles are roots found to about 1e-6 s
 TPOT_MARGIN_S = 1e-5
 # decode_fixed_point brackets its root twice on 64-point grids and interpolates: the batch
 # it reports is within max_batch / 63^2 of the root
 FIXED_POINT_SLACK = 1.5 / 63**2
+# the first pass's saturation test sums the same floats in another order (about 1e-15
+# apart): its ceiling is taken this much higher, so it never refuses a plan the model runs
+SATURATION_SLACK = 1e-9
 GRID_CELLS = 1024
-MAX_INSTANCES = 1_000_000
-
-
-def _smallest(ok, start: int) -> int | None:
-    """The least n >= start with ok(n), for ok monotone in n (None: none below the cap)."""
-    if ok(start):
-        return start
-    low, high = start, max(2 * start, start + 1)
-    while not ok(high):
-        low, high = high, 2 * high
-        if high > MAX_INSTANCES:
-            return None
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (low, mid) if ok(mid) else (mid, high)
-    return high
-
-
-class SupRate:
-    """An upper bound (within 1e-9 of it) of the rates in (0, high) where ok holds, for ok
-    monotone (true at low rates); 0 when it fails at the least rate tried: a bisection,
-    run only as far as each question needs (the walk asks whether a ceiling is above a
-    rate far more often than what it is, issue #15). The bisection's
-    steps are fixed by ok's answers, so stopping early and going on later gives the same
-    value; while ok(low) and not ok(high), the value lies in (low, high], so a rate at or
-    above `high`, or at or below `low`, is settled without another step."""
-
-    def __init__(self, ok, high: float):
-        self.ok, self.low, self.high = ok, None, high
-
-    def _converged(self) -> bool:
-        return self.low is not None and not self.high - self.low > 1e-9 * self.high
-
-    def _step(self) -> None:
-        if self.low is None:  # the first question: ok at the least rate tried
-            least = self.high * 1e-9
-            if self.ok(least):
-                self.low = least
-            else:
-                self.low = self.high = 0.0
-            return
-        mid = (self.low + self.high) / 2
-        if self.ok(mid):
-            self.low = mid
-        else:
-            self.high = mid
-
-    def value(self) -> float:
-        while not self._converged():
-            self._step()
-        return self.high
-
-    def at_most(self, rate: float, strict: bool = False) -> bool:
-        """value() <= rate (with `strict`: value() < rate), in as few steps as settle it."""
-        while True:
-            if self.high < rate or (not strict and self.high == rate):
-                return True  # the value is at most `high`
-            if self._converged():
-                return False  # the value is `high`, above the rate
-            if self.low is not None and rate <= self.low:
-                return False  # the value is above `low`
-            self._step()
 
 
 def throughput_bound(inst: Instance, context: float, step_limit_s: float | None) -> float:
@@ -156,6 +105,10 @@ class RoleBound:
         most = self.max_rate(n)
         return most < rate or (not strict and most == rate)
 
+    def sizing(self) -> RoleBound:
+        """The bound without CeilingOnly's cap (itself for any other)."""
+        return self
+
 
 class DecodeBound(RoleBound):
     """A decode pool that decodes at least `tokens` tokens per request of the stream, at
@@ -187,6 +140,59 @@ class DecodeBound(RoleBound):
         if self._hopeless():
             return 0.0
         return math.inf if self.tokens <= 0 else n * self.theta() / self.tokens
+
+
+class FirstPassBound(RoleBound):
+    """PDD's main decode carries every remote output in `decode_side`'s first pass
+    (first_pass.py): n instances, at most n K / step(K) / T requests/s. Computed when
+    first asked (space.py asks every candidate at the least rate at once)."""
+
+    def __init__(self, inst: Instance, c: RequestClasses, routes, scenario: Scenario):
+        self._args, self._per_instance = (inst, c, routes, scenario), None
+
+    def per_instance_rps(self) -> float:
+        """The most requests/s one instance carries (with the slack: never too strong)."""
+        if self._per_instance is None:
+            fp = first_pass(*self._args)
+            if fp.tokens_per_request <= 0:
+                self._per_instance = math.inf
+            else:
+                carried = fp.tokens_per_s / fp.tokens_per_request
+                self._per_instance = carried * (1 + SATURATION_SLACK)
+        return self._per_instance
+
+    def min_count(self, rate: float) -> int | None:
+        per = self.per_instance_rps()
+        if per <= 0:
+            return None  # no request fits: saturated at any rate
+        return 1 if math.isinf(per) else max(1, math.ceil(rate / per))
+
+    def max_rate(self, n: int) -> float:
+        return n * self.per_instance_rps()
+
+
+class CeilingOnly(RoleBound):
+    """`sizing` with `ceiling`'s max_rate as a further cap: min_count stays `sizing`'s, so
+    where each group of the walk starts, and with it the order in which plans of equal
+    cost are met (which decides ties), is what it was without `ceiling`; the ceiling only
+    skips plans that fail, before any evaluation or corner test. A winner's goodput
+    bisection starts from `sizing()`'s ceiling (search.py), so its steps, and the values
+    that decide between near-equal plans, do not move either."""
+
+    def __init__(self, sizing: RoleBound, ceiling: RoleBound):
+        self._sizing, self.ceiling = sizing, ceiling
+
+    def sizing(self) -> RoleBound:
+        return self._sizing
+
+    def min_count(self, rate: float) -> int | None:
+        return self._sizing.min_count(rate)
+
+    def max_rate(self, n: int) -> float:
+        return min(self._sizing.max_rate(n), self.ceiling.max_rate(n))
+
+    def max_rate_at_most(self, n: int, rate: float, strict: bool = False) -> bool:
+        return any(b.max_rate_at_most(n, rate, strict) for b in (self._sizing, self.ceiling))
 
 
 class PrefillBound(RoleBound):
@@ -235,7 +241,7 @@ class PrefillBound(RoleBound):
             return None  # the prefill time alone misses the TTFT limit
         if self.decode is not None and self.decode.min_count(rate) is None:
             return None
-        return _smallest(lambda n: self.ok(n, rate), int(math.floor(rate * self.mean)) + 1)
+        return smallest(lambda n: self.ok(n, rate), int(math.floor(rate * self.mean)) + 1)
 
     def _top_rate(self, n: int) -> float:
         """Where max_rate(n)'s bisection starts: the rate at which the queue saturates."""
@@ -287,7 +293,7 @@ class BatchedPrefillBound(PrefillBound):
     def _fewest(self, rate: float) -> int | None:
         if not self._within(()):
             return None  # the prefill time alone misses the TTFT limit
-        return _smallest(lambda n: self.ok(n, rate), int(math.floor(rate / self.capacity_rps)) + 1)
+        return smallest(lambda n: self.ok(n, rate), int(math.floor(rate / self.capacity_rps)) + 1)
 
     def _top_rate(self, n: int) -> float:
         return n * self.capacity_rps if math.isfinite(self.capacity_rps) else 1e9
@@ -346,8 +352,11 @@ def role_bound(arch: str, role: str, inst: Instance, c: RequestClasses, routes, 
         return PrefillBound(inst, c, scenario, _whole_output(inst, c, scenario))
     if role == "relay_decode":
         return RoleBound()
-    if arch == "pdd":
-        return _main_decode_pdd(inst, c, routes, scenario)
+    if arch == "pdd":  # the direct requests' TPOT, and the first pass's saturation
+        return CeilingOnly(
+            _main_decode_pdd(inst, c, routes, scenario),
+            FirstPassBound(inst, c, routes, scenario),
+        )
     return _whole_output(inst, c, scenario)
 
 

@@ -19,6 +19,10 @@ proof and not a guess:
    one with no more capacity and no lower cost than another is dropped;
 3. the walk stops at the cost at which no plan can beat the best (`Goal.limit`).
 Seeds (the MILP's verified plans) only set the first limit; the result never depends on them.
+The proofs of 1 and 2 are in prune.py, the objective in goal.py. A row (one set of counts)
+that no affordable line lifts above its ceiling is dead, and its bigger lines are not even
+queued; every other entry keeps its place, so plans of equal cost are met in the same order
+whatever the bounds prune (that order decides ties).
 """
 
 from __future__ import annotations
@@ -29,94 +33,27 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from pdd_plan.model.deployment import Deployment, InstanceGroup
+from pdd_plan.model.deployment import Deployment
 from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, meets_sla, prepare
 from pdd_plan.model.workload import request_classes
 from pdd_plan.plan.bounds import Ceiling
 from pdd_plan.plan.ceilings import line_within_cap
-from pdd_plan.plan.space import MAX_COUNT, LineOption, Space, Spaces
+from pdd_plan.plan.goal import (  # noqa: F401 (the names also read from here)
+    BCR_HEADROOM,
+    GOODPUT_HEADROOM,
+    IMPROVE_REL_TOL,
+    Goal,
+    Outcome,
+)
+from pdd_plan.plan.prune import RECHECK_REL, Pruning, instance_groups  # noqa: F401
+from pdd_plan.plan.space import Space, Spaces
 
-BCR_HEADROOM = 1.5  # max_bcr: goodput above this multiple of the offered rate earns nothing
-GOODPUT_HEADROOM = 10.0  # max_goodput: the same cap
-IMPROVE_REL_TOL = 1e-3  # a ratio or goodput must beat the best by this share to replace it
 GOODPUT_REL_TOL = 1e-3  # bisection precision of a winner's goodput
 MAX_EVALUATIONS = 20_000
 MAX_STEPS = 2_000_000  # heap pops
-# a corner that passed is tested again once the rate rose this much, the margin doubling
-# with each pass (issue #15: on pdd-paper's PDD the threshold climbs 50 -> 72 req/s in ~1 %
-# steps and every group's richly provisioned corner passed each of its 103 tests, each a
-# full evaluation under both hit-rate distributions, 40 % of the solve; a corner that has
-# passed often is far from missing, and delaying a test costs only evaluations of plans
-# that fail, never a plan: the corner test only ever skips plans that would fail)
-RECHECK_REL = 0.02
 STOP_TIME = "time limit"
 STOP_EVALUATIONS = "evaluation cap"
 STOP_STEPS = "step cap"
-
-
-@dataclass
-class Outcome:
-    deployment: Deployment | None
-    cost_usd_per_hour: float
-    rate_rps: float  # the rate the plan is verified to carry
-    value: float  # the objective: -cost, capped BCR or capped goodput
-    proven: bool  # the walk finished: nothing unexplored can beat the plan
-    bound: float  # the best value any plan could have (== value when proven)
-    evaluations: int
-    steps: int
-    groups_cut: int  # groups ruled out whole (by a bound, or by their corner)
-    # why the walk stopped before its proof ("" when proven): STOP_TIME, STOP_EVALUATIONS
-    # or STOP_STEPS; and the cost it had reached: every plan cheaper was walked, so with
-    # no plan found, any plan meeting the SLA costs at least this
-    stopped_by: str = ""
-    walked_below_usd_per_hour: float = 0.0
-
-
-@dataclass
-class Goal:
-    """What "better" means for the objective, and the cost beyond which nothing is."""
-
-    kind: str
-    floor_rps: float  # every plan must meet the SLA at this rate
-    cap_rps: float  # goodput above this earns nothing
-    budget: float | None
-    best: Deployment | None = None
-    cost: float = math.inf
-    value: float = -math.inf
-    rate: float = 0.0
-
-    @classmethod
-    def of(cls, scenario) -> Goal:
-        obj, offered = scenario.objective, scenario.workload.arrival_rate_per_s
-        budget = obj.budget_usd_per_hour
-        if obj.kind == "min_cost":
-            demand = obj.demand_rps or offered
-            return cls("min_cost", demand, demand, budget)
-        if obj.kind == "max_bcr":
-            return cls("max_bcr", offered, BCR_HEADROOM * offered, budget)
-        return cls("max_goodput", offered * 1e-3, GOODPUT_HEADROOM * offered, budget)
-
-    def limit(self) -> float:
-        """Plans costing this much or more cannot beat the best."""
-        most = math.inf if self.budget is None else self.budget * (1 + 1e-12)
-        if self.best is None:
-            return most
-        if self.kind == "min_cost":
-            return min(most, self.cost * (1 - 1e-12))
-        if self.kind == "max_bcr":
-            return min(most, self.cap_rps / (self.value * (1 + IMPROVE_REL_TOL)))
-        return -math.inf if self.value >= self.cap_rps else most
-
-    def threshold(self, cost: float) -> float:
-        """The rate a plan of this cost must meet the SLA at to beat the best."""
-        if self.best is None:
-            return self.floor_rps
-        if self.kind == "max_bcr":
-            return max(self.floor_rps, self.value * cost * (1 + IMPROVE_REL_TOL))
-        return max(self.floor_rps, self.value * (1 + IMPROVE_REL_TOL))
-
-    def take(self, deployment, cost, rate, value) -> None:
-        self.best, self.cost, self.rate, self.value = deployment, cost, rate, value
 
 
 @dataclass
@@ -128,7 +65,7 @@ class _Entry:
 
 
 @dataclass
-class Search:
+class Search(Pruning):
     scenario: object
     model: object
     gpus: dict
@@ -138,6 +75,9 @@ class Search:
     resolution: tuple
     deadline: float = math.inf
     max_evaluations: int = MAX_EVALUATIONS
+    # a dead row's bigger lines are not queued (False: queued and skipped when met, as the
+    # walk did before issue #15; the same plans are evaluated in the same order)
+    prune_dead_lines: bool = True
     evaluations: int = 0
     goal: Goal = field(init=False)
     spaces: list[Space] = field(init=False)
@@ -149,6 +89,8 @@ class Search:
     # group or row -> (rate its corner last passed at, corner tests so far)
     _tried: dict = field(init=False, default_factory=dict)
     _counts: dict = field(init=False, default_factory=dict)  # id(bound) -> rate -> min_count
+    # (space, line, RTT) -> pool ceiling; space -> its routes per hit-rate distribution
+    _pools: dict = field(init=False, default_factory=dict)
 
     def __post_init__(self):
         s, w = self.scenario, self.scenario.workload
@@ -334,12 +276,20 @@ class Search:
                 continue  # every plan it would lead to is of the same group: none can win
             base = self._base[si, picks_at]
             counts = tuple(b + k for b, k in zip(base, where, strict=False))
-            if not self._allowed(_groups(picks, counts), sp.policy):
+            if not self._allowed(instance_groups(picks, counts), sp.policy):
                 continue  # its successors only add instances: they break the same limit
+            row_dead = self._row_dead(sp, picks, counts, where[-1], cost)
             spans = tuple(ch.max_count - b + 1 for ch, b in zip(picks, base, strict=True))
             for nxt in _successors(where, (*spans, len(sp.lines))):
+                if row_dead and self.prune_dead_lines and nxt[:-1] == where[:-1]:
+                    # a bigger line for a row no affordable line lifts: that plan, and the
+                    # bigger lines after it (its only successors), fail; the other entries
+                    # keep their order, so the walk meets the rest as before (issue #15:
+                    # 95 % of the default's steps at 150 req/s were such lines)
+                    continue
                 push(self._plan_cost(sp, picks, nxt, base), "plan", si, picks_at, nxt)
-            self._visit(sp, picks, counts, where[-1], cost)
+            if not row_dead:
+                self._visit(sp, picks, counts, where[-1], cost)
         g = self.goal
         proven = stopped is None
         if g.kind == "min_cost":
@@ -362,86 +312,14 @@ class Search:
         )
         return gpus + sp.lines[where[-1]].cost_usd_per_hour + sp.fixed_usd_per_hour
 
-    def _ceiling(self, sp: Space, picks, counts, line: LineOption) -> Ceiling:
-        """The most any plan of these counts and line could carry (bounds.py): above it a
-        queue saturates or a limit is missed whatever the model's other terms are."""
-        terms = [(b, n) for ch, n in zip(picks, counts, strict=True) for b in sp.bounds[ch]]
-        return Ceiling(line.max_rate_rps, terms)
-
-    def _top_line(self, sp: Space, spare: float) -> int:
-        """The line option with the most capacity within `spare` of the cheapest line."""
-        base = sp.lines[0].cost_usd_per_hour
-        return max(i for i, o in enumerate(sp.lines) if o.cost_usd_per_hour - base <= spare)
-
-    def _group_alive(self, sp: Space, picks, cost: float, rate: float, check=False) -> bool:
-        """False when no plan of the group (cheapest: `cost`) can meet the SLA at `rate`:
-        its cheapest plan breaks a limit of the scenario, or its corner (the most of every
-        role and line a plan under the limit could have) is above its ceiling, or (with
-        `check`: evaluated; monotonicity) misses the SLA."""
-        if not self._allowed(_groups(picks, [ch.min_count for ch in picks]), sp.policy):
-            return False
-        if not self._allowed(self._needed(sp, picks, rate), sp.policy):
-            return False  # the least instances that carry `rate` already break a limit
-        spare = self.goal.limit() - cost
-        if math.isfinite(spare):
-            counts = [
-                min(ch.max_count, ch.min_count + math.floor(spare / ch.price_usd_per_hour + 1e-9))
-                for ch in picks
-            ]
-        elif all(ch.max_count < MAX_COUNT for ch in picks):
-            counts, spare = [ch.max_count for ch in picks], math.inf
-        else:
-            return True
-        counts = self.plans.within_availability(picks, counts)
-        top = self._top_line(sp, spare)
-        if self._ceiling(sp, picks, counts, sp.lines[top]).at_most(rate):
-            return False
-        return not check or not self._corner_misses(
-            self.deployment(sp, picks, counts, sp.lines[top]), rate
-        )
-
-    def _needed(self, sp: Space, picks, rate: float) -> list[InstanceGroup]:
-        """Each role at the fewest instances its bounds say carry `rate` (no fewer than the
-        space's least): every plan of the group that meets `rate` has at least these, and
-        GPUs, power and money only grow with the counts, so if these break a limit of the
-        scenario, so does every such plan (roles sharing a pool of GPUs, which the
-        per-role bounds alone do not see)."""
-        counts = []
-        for ch in picks:
-            need = [self._min_count(b, rate) for b in sp.bounds[ch]]
-            if None in need:
-                need = [ch.max_count + 1]  # cannot carry `rate` at all: over any limit
-            counts.append(max(ch.min_count, *need))
-        return _groups(picks, counts)
-
-    def _min_count(self, b, rate: float) -> int | None:
-        """b.min_count(rate), settled without the bound's bisection where two rates asked
-        before bracket `rate` with the same count: the fewest instances that carry a rate
-        never fall as it rises (the monotonicity in the rate the walk already assumes), so
-        the count between them is theirs (None: no count carries it). The walk's threshold
-        rises with cost in small steps: most groups ask rates already bracketed."""
-        known = self._counts.setdefault(id(b), {})
-        if rate in known:
-            return known[rate]
-        below = max((r for r in known if r < rate), default=None)
-        above = min((r for r in known if r > rate), default=None)
-        if below is not None and above is not None and known[below] == known[above]:
-            return known[below]
-        known[rate] = b.min_count(rate)
-        return known[rate]
-
     def _visit(self, sp, picks, counts, line_at, cost) -> None:
+        """A plan of a row that is not dead (run checked it with _row_dead, and these
+        counts against the scenario's limits)."""
         lines = sp.lines
         group, row = (id(sp), picks), (id(sp), picks, counts)
-        if group in self._dead_groups or row in self._dead_rows:
-            return
-        # (run checked these counts against the scenario's limits before the visit)
         rate = self.goal.threshold(cost)
         spare = self.goal.limit() - cost + lines[line_at].cost_usd_per_hour
         top = self._top_line(sp, spare - lines[0].cost_usd_per_hour)
-        if self._ceiling(sp, picks, counts, lines[top]).at_most(rate):
-            self._dead_rows.add(row)  # no line it can afford lifts the ceiling enough
-            return
         ceiling = self._ceiling(sp, picks, counts, lines[line_at])
         if ceiling.at_most(rate):
             return
@@ -457,27 +335,8 @@ class Search:
         if top - line_at >= 2 and self._recheck(row, rate) and self._corner_misses(rich, rate):
             self._dead_rows.add(row)
             return
-        self.consider(self.deployment(sp, picks, counts, lines[line_at]), cost, ceiling)
-
-    def _recheck(self, key, rate: float) -> bool:
-        """Whether to test the corner of a group or row now: not at its first evaluation
-        (a corner that passes is an evaluation wasted), then when the rate has risen by
-        RECHECK_REL x 2^(k-1) since its corner last passed, after k tests."""
-        if key not in self._tried:  # nothing evaluated yet
-            self._tried[key] = (0.0, 0)
-            return False
-        last, tests = self._tried[key]
-        if tests and rate < last * (1 + RECHECK_REL * 2 ** (tests - 1)):
-            return False
-        self._tried[key] = (rate, tests + 1)
-        return True
-
-    def _least(self, sp: Space, picks) -> float:
-        return (
-            sum(ch.price_usd_per_hour * ch.min_count for ch in picks)
-            + sp.lines[0].cost_usd_per_hour
-            + sp.fixed_usd_per_hour
-        )
+        sizing = self._ceiling(sp, picks, counts, lines[line_at], sizing=True)
+        self.consider(self.deployment(sp, picks, counts, lines[line_at]), cost, sizing)
 
 
 def _stop_reason(steps: int, evaluations: int, budget: int, deadline: float) -> str:
@@ -487,13 +346,6 @@ def _stop_reason(steps: int, evaluations: int, budget: int, deadline: float) -> 
     if evaluations >= budget:
         return STOP_EVALUATIONS
     return STOP_STEPS if steps > MAX_STEPS else ""
-
-
-def _groups(picks, counts) -> list[InstanceGroup]:
-    return [
-        InstanceGroup(ch.role, ch.datacenter, ch.gpu, ch.gpus_per_instance, n)
-        for ch, n in zip(picks, counts, strict=True)
-    ]
 
 
 def _successors(at: tuple[int, ...], limits: tuple[int, ...]):
