@@ -140,10 +140,19 @@ class MixedRows:
     def quantiles(self, cdf, qs) -> list[float]:
         from pdd_plan.model.tpot import cdf_quantiles
 
+        return cdf_quantiles(cdf, qs, *self._bracket())
+
+    def quantile_at_most(self, cdf, q: float, limit_s: float) -> bool:
+        """`self.quantiles(cdf, [q])[0] <= limit_s`, the same verdict (as TpotRows's)."""
+        from pdd_plan.model.tpot import cdf_quantile_at_most
+
+        return cdf_quantile_at_most(cdf, q, limit_s, *self._bracket())
+
+    def _bracket(self) -> tuple[float, float]:
         live = [p for _, p in self._live()]
         low = min(float(min(p.mean_s.min(), p.step_s.min())) for p in live) * 0.5
         high = max(float(max(p.mean_s.max(), p.step_s.max(), p.fixed_gap_s.max())) for p in live)
-        return cdf_quantiles(cdf, qs, low, high)
+        return low, high
 
 
 def combine_rows(shares, rows):

@@ -173,3 +173,17 @@ def test_simulate_refuses_a_mixed_plan_in_one_line(run_cli, tmp_path):
     assert len(lines) == 1 and "Traceback" not in r.stderr
     assert lines[0].startswith("error: plan: plan.instances: found 2 decode groups")
     assert "h20_96g" in lines[0] and "simulate" in lines[0]
+
+
+def test_a_mixed_roles_sla_verdict_equals_its_searched_percentile(catalog, tmp_path):
+    """The SLA check reads a mixed role's TPOT verdict without searching the percentile
+    (MixedRows.quantile_at_most); it must answer as `quantiles(...) <= limit` does, at
+    limits on, just beside and far from each percentile."""
+    setup = _setup(catalog, tmp_path, IDC % (H100_DECODE + "\n" + H20_DECODE))
+    rows = snapshot(setup, 3.0).tpot_rows
+    assert len(rows.parts) == 2
+    for cdf in (rows.tpot_cdf, rows.gap_cdf):
+        for q in (0.5, 0.9, 0.99):
+            r = rows.quantiles(cdf, [q])[0]
+            for limit in (r, r * (1 - 1e-6), r * (1 + 1e-6), r * 0.5, r * 2, 0.0):
+                assert rows.quantile_at_most(cdf, q, limit) == (r <= limit), (q, limit)
