@@ -188,6 +188,9 @@ def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Repo
     given = _submit_archs(pool, s, catalog, architecture, known, run)
     hit_futures, cases = _submit_points(pool, sweep, run.path, catalog, hits)
     given.update(cases)
+    started: dict = {}  # figures submitted to the drawer: name -> (arguments, future)
+    early = _draw_hit_figures_early(run, hit_futures, sweep, chosen, known, architecture, png,
+                                    started)  # fmt: skip
     if chosen is not None:  # its neighbours evaluated before the price points
         _prefetch_neighbours(evaluator, chosen)
     price_futures = _submit_points(pool, sweep, run.path, catalog, order[len(hits) :])[0]
@@ -209,9 +212,10 @@ def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Repo
             evaluator.prefetch(case["plan"])
     rows = sw.collect(hit_futures, sweep)
     hit_rows = [r for r in rows if r is not None]
-    # drawn while the price cases are solved (the drawer has matplotlib loaded)
-    started = draw_later(hit_rate_specs(s, result, hit_rows, rdata, architecture), png,
-                         run.drawer)  # fmt: skip
+    early.wait()  # drawn already, or being drawn, unless the comparison was not known
+    if "bathtub" not in started:  # drawn while the price cases are solved
+        started |= draw_later(hit_rate_specs(s, result, hit_rows, rdata, architecture), png,
+                              run.drawer)  # fmt: skip
 
     # the cost/TTFT plot too, with the plans known so far: a price case seldom brings a
     # new plan, and if one does the figure is drawn again (`report_figures` compares)
@@ -268,6 +272,25 @@ def _plans_in_order(evaluator, result, rdata, rows, wait=True) -> list[dict] | N
         if r["plan"] and HIT_MEAN_KEY not in r["values"]:
             evaluator.submit(_price_label(r), r["plan"])
     return evaluator.results() if wait else None
+
+
+def _draw_hit_figures_early(run: _Run, hit_futures, sweep, chosen, known, architecture, png,
+                            started: dict):  # fmt: skip
+    """The bathtub and the composition, submitted to the drawer as soon as the last
+    hit-rate point ends, while this process explains the plan. They need the comparison,
+    known here when `solve`'s choice solved every architecture: from it, as
+    `compare_architectures` lists it (the figures are drawn again if their arguments
+    differ at the end). The event: set once submitted (or given up)."""
+    if chosen is None or run.drawer is None:
+        return report_pool.when_all_done([], lambda: None)
+    compare = {"compare": {"architectures": [{**r, "architecture": a} for a, r in known.items()]}}
+
+    def draw() -> None:
+        rows = [f.result() for f in hit_futures]
+        specs = hit_rate_specs(run.s, chosen, rows, compare, architecture)
+        started.update(draw_later(specs, png, run.drawer))
+
+    return report_pool.when_all_done(hit_futures, draw)
 
 
 def _prefetch_neighbours(evaluator, result: dict) -> None:

@@ -16,7 +16,9 @@ This module imports nothing heavy: the CLI forks the drawer before it imports th
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
 
 from pdd_plan import fork_pool
 
@@ -65,3 +67,32 @@ def submission_order(points: tuple[dict, ...], hit_key: str) -> list[int]:
     hits = sorted((i for i, p in enumerate(points) if hit_key in p),
                   key=lambda i: points[i][hit_key])  # fmt: skip
     return hits + [i for i, p in enumerate(points) if hit_key not in p]
+
+
+def when_all_done(futures, then: Callable[[], None]) -> threading.Event:
+    """Call `then()` once every future of `futures` has ended, in the thread that ends
+    the last (a pool's: this process may be busy meanwhile, explaining the plan); the
+    event is set after it returns or raises (its error is dropped: the caller does the
+    work itself when it finds it undone)."""
+    futures = list(futures)
+    ended = threading.Event()
+    left = [len(futures)]
+    lock = threading.Lock()
+
+    def one_ended(_future: Future) -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            try:
+                then()
+            except Exception:  # noqa: S110 (the caller draws it later itself)
+                pass
+            finally:
+                ended.set()
+
+    if not futures:
+        ended.set()
+    for future in futures:
+        future.add_done_callback(one_ended)
+    return ended

@@ -186,3 +186,29 @@ def test_the_report_built_in_forked_pools_equals_the_plain_build(monkeypatch, tm
     # (an entry keeps the future it was evaluated by: a different object in each build)
     assert without_future(forked.plans) == without_future(plain.plans)
     assert forked.figures == plain.figures
+
+
+# --- the hit-rate figures, submitted when the last hit-rate point ends ----------------
+
+
+def test_when_all_done_calls_once_after_the_last_future_and_sets_the_event():
+    futures = [Future() for _ in range(3)]
+    calls: list[list[bool]] = []
+    ended = report_pool.when_all_done(futures, lambda: calls.append([f.done() for f in futures]))
+    futures[2].set_result(1)
+    futures[0].set_exception(RuntimeError("a worker died"))  # ended too
+    assert calls == [] and not ended.is_set()
+    futures[1].set_result(2)
+    assert calls == [[True, True, True]] and ended.is_set()
+
+
+def test_when_all_done_sets_the_event_when_the_call_fails_or_nothing_is_awaited():
+    future = Future()
+
+    def fails() -> None:
+        raise ValueError("a spec that could not be made")
+
+    ended = report_pool.when_all_done([future], fails)
+    future.set_result(None)
+    assert ended.is_set()  # the error dropped: the caller draws the figures itself
+    assert report_pool.when_all_done([], fails).is_set()
