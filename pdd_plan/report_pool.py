@@ -60,10 +60,11 @@ def solvers(jobs: int) -> Executor:
 def submission_order(points: tuple[dict, ...], hit_key: str) -> list[int]:
     """The indices of the plot points in the order they are submitted: the hit-rate
     points first, by ascending mean (a lower hit rate leaves more prompt tokens to
-    prefill, so more candidates and longer solves: the longest start first and none is
-    left to run alone at the end), then the price points in their own order (short
-    solves of the scenario's own workload: they fill the last gaps, and the tornado's
-    figure, drawn after them, is the quickest)."""
+    prefill, and the solve takes longer: on the default at 5d37ff4, 0.85 s of CPU at a
+    mean of 0.3 against 0.15 s at 0.98; the longest start first, so none is left to run
+    alone at the end), then the price points in their own order (about 0.12 s each,
+    they fill the last gaps, and the figure drawn after them, the tornado, is the
+    quickest: about 0.1 s)."""
     hits = sorted((i for i, p in enumerate(points) if hit_key in p),
                   key=lambda i: points[i][hit_key])  # fmt: skip
     return hits + [i for i, p in enumerate(points) if hit_key not in p]
