@@ -23,7 +23,7 @@ from pdd_plan.model.deployment import Deployment, RoutingPolicy
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import request_classes
 from pdd_plan.plan import solve as sv
-from pdd_plan.plan.formulate import Formulation, formulate
+from pdd_plan.plan.formulate import HIGHS_OPTIONS, Formulation, formulate
 from pdd_plan.plan.shortfalls import shortfall_json, tried_summary
 from pdd_plan.units import GBIT_BITS
 
@@ -207,7 +207,7 @@ def diagnose(
     )
     fams = families(scenario, demands)
     prob, slacks = elastic_copy(form, fams)
-    prob.solve(pulp.HiGHS(msg=False, timeLimit=time_limit_s))
+    prob.solve(pulp.HiGHS(msg=False, timeLimit=time_limit_s, **HIGHS_OPTIONS))
     if pulp.LpStatus[prob.status] != "Optimal":
         return None
     original = {c.name: c for c in form.problem.constraints()}  # shares the variables
