@@ -7,6 +7,7 @@ representative points later turned into weighted request classes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -91,8 +92,15 @@ class _TruncatedContinuous:
         return values, np.full(n, 1.0 / n)
 
     def mean(self) -> float:
-        values, weights = self.discretise(256)
-        return float(np.dot(values, weights))
+        return _stratified_mean(self)
+
+
+@lru_cache(maxsize=512)
+def _stratified_mean(dist: _TruncatedContinuous) -> float:
+    """The mean of 256 equal-probability strata (a frozen distribution is its own key: the
+    routing and cache models ask it for every plan, ~100 times a solve, at 0.4 ms each)."""
+    values, weights = dist.discretise(256)
+    return float(np.dot(values, weights))
 
 
 @dataclass(frozen=True)
