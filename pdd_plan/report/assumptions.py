@@ -373,6 +373,41 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
+            "The search's main-decode ceiling mirrors `decode_side`'s first pass (every "
+            "remote request's whole output on MD, before the relay's eager tokens) to 1e-9"
+        ),
+        (
+            "none on answers: it only skips plans the model fails; if the model's first pass "
+            "changes, tests/property/test_first_pass_bound.py fails"
+        ),
+    ),
+    (
+        (
+            "The search's connection-pool ceiling takes each transfer's hold at full flow "
+            "rate plus the RTT (no sharing slowdown, no wait for a connection)"
+        ),
+        (
+            "none on answers: the ceiling is at or above the model's saturation rate, so it "
+            "can only be loose (more evaluations), never refuse a plan the model runs"
+        ),
+    ),
+    (
+        (
+            "An SLA verdict read from the CDF's sign beside the limit (within twice brentq's "
+            "tolerance) equals comparing the searched percentile with the limit, given a "
+            "non-decreasing CDF"
+        ),
+        "none (exact; a sign within 1e-12 of zero runs the search)",
+    ),
+    (
+        "HiGHS runs without its feasibility-jump heuristic",
+        (
+            "none on answers: the optimum is proven within the same gap; MILP values move by "
+            "up to 2e-7 (integer tolerance)"
+        ),
+    ),
+    (
+        (
             "The optimiser's capacities are linear per instance (a prefill instance carries "
             "cap / E[prefill time]; a decode instance its TPOT-limited batch), then each "
             "plan is verified with `evaluate`"
