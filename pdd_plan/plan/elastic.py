@@ -1,6 +1,6 @@
 """Why a scenario has no plan: an elastic copy of the MILP.
 
-The MILP solve.py sizes (same candidates, demands and WAN bytes, from its own
+The MILP milp_seeds.py sizes (same candidates, demands and WAN bytes, from its own
 `_milp_inputs`) is copied with a penalised, non-negative slack on each constraint of five
 families: capacity per role, the line (capacity and count), GPU availability, power, budget.
 Minimising the penalty finds the least violation that would make the scenario feasible;
@@ -22,6 +22,7 @@ from pdd_plan.errors import InfeasibleError
 from pdd_plan.model.deployment import Deployment, RoutingPolicy
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import request_classes
+from pdd_plan.plan import milp_seeds as ms
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.formulate import HIGHS_OPTIONS, Formulation, formulate
 from pdd_plan.plan.shortfalls import shortfall_json, tried_summary
@@ -32,7 +33,7 @@ from pdd_plan.units import GBIT_BITS
 COVER_PENALTY = 1e3
 LIMIT_PENALTY = 1.0
 SLACK_TOL = 1e-6  # relative: a smaller slack is zero
-# Attempt outcomes (solve.py: f"MILP {status.lower()}") whose MILP had no solution
+# Attempt outcomes (milp_seeds.py: f"MILP {status.lower()}") whose MILP had no solution
 INFEASIBLE_OUTCOMES = ("MILP infeasible", "MILP undefined")
 
 
@@ -139,7 +140,7 @@ class Diagnosis:
 
 
 def milp_inputs(scenario: Scenario, model, gpus: dict, arch: str, policy, cap: float, resolution):
-    """What solve.py's MILP is given for one policy and utilisation cap (its own
+    """What milp_seeds.py's MILP is given for one policy and utilisation cap (its own
     `_milp_inputs`, on its coarse grid of request classes, every hit-rate distribution):
     the scenario at that cap, WAN bits per request, role demands, all and usable
     candidates."""
@@ -153,7 +154,7 @@ def milp_inputs(scenario: Scenario, model, gpus: dict, arch: str, policy, cap: f
         for d in (w.prefix_hit_rate, *w.hit_rate_alternatives.values())
     ]
     offered = w.arrival_rate_per_s
-    bits, demands, cands = sv._milp_inputs(
+    bits, demands, cands = ms.milp_inputs(
         sized, model, gpus, arch, policy, all_classes, offered, cap
     )
     usable = [c for c in cands if not c.pruned and c.capacity_rps > 0]

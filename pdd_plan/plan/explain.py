@@ -1,7 +1,7 @@
 """explain: why the plan is what it is, and what relaxing each limit would be worth.
 
-`solve` picks the plan; this module then puts the plan's counts into the MILP solve.py
-builds for the winning policy (by solve.py's functions, at the scenario's utilisation cap
+`solve` picks the plan; this module then puts the plan's counts into the MILP milp_seeds.py
+builds for the winning policy (by its functions, at the scenario's utilisation cap
 and the rate the plan carries) and reports:
 - every limit of the MILP with the plan's slack, and which bind (slack ~0); names as in
   the LP dump (`--dump-lp`);
@@ -149,7 +149,7 @@ def pruned_candidates(result, candidates) -> list[dict]:
 
 
 def plan_in_milp(scenario, model, gpus, tiers, arch, result, resolution) -> PlanInMilp:
-    """The MILP solve.py builds for the winning policy (at the scenario's utilisation cap
+    """The MILP milp_seeds.py builds for the winning policy (at the scenario's utilisation cap
     and the rate the plan carries), with the plan's instance and line counts put in its
     variables: its constraints' slacks are then the plan's, named as in the LP dump."""
     plan = result.deployment

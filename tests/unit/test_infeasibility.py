@@ -107,12 +107,13 @@ def test_the_line_tiers_allowed_are_named_with_their_figures(run_cli, tmp_path):
 
 def test_a_rate_above_a_wan_ceiling_is_refused_before_any_milp(catalog, monkeypatch):
     from pdd_plan.loaders.scenario import load_scenario
+    from pdd_plan.plan import milp_seeds as ms
     from pdd_plan.plan import solve as sv
 
     def no_milp(*_):
         raise AssertionError("the MILP ran")
 
-    monkeypatch.setattr(sv, "solve_milp", no_milp)
+    monkeypatch.setattr(ms, "solve_milp", no_milp)
     import tempfile
     from pathlib import Path
 

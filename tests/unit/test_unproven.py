@@ -13,6 +13,7 @@ import yaml
 from pdd_plan.cli import app
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.plan import bounds as bd
+from pdd_plan.plan import milp_seeds as ms
 from pdd_plan.plan import search as sr
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan import space as sp
@@ -59,7 +60,7 @@ def stopped_at_once(monkeypatch):
     """Every MILP ends as HiGHS does at its time limit without a solution (PuLP: "Not
     Solved"), and the walk stops at its first plan as at the evaluation cap: no plan is
     found and nothing is proven."""
-    monkeypatch.setattr(sv, "solve_milp", lambda form, limit: "Not Solved")
+    monkeypatch.setattr(ms, "solve_milp", lambda form, limit: "Not Solved")
     monkeypatch.setattr(sr, "_stop_reason", lambda *_: sr.STOP_EVALUATIONS)
 
 
@@ -94,7 +95,7 @@ def test_the_cost_reached_is_a_lower_bound_on_any_plan(catalog, tmp_path, monkey
     args = (s, catalog.model_for(s), catalog.gpus, catalog.lines, "cdc_pd", (2, 2, 2))
     full = sv.solve(*args)
     assert full.status == "optimal"
-    monkeypatch.setattr(sv, "solve_milp", lambda form, limit: "Not Solved")
+    monkeypatch.setattr(ms, "solve_milp", lambda form, limit: "Not Solved")
     monkeypatch.setattr(sr, "_stop_reason", lambda steps, *_: sr.STOP_TIME if steps > 1 else "")
     early = sv.solve(*args)
     assert early.status == "unproven" and early.stopped_by == sr.STOP_TIME
