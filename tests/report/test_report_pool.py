@@ -13,6 +13,7 @@ from concurrent.futures import Executor, Future
 from pathlib import Path
 
 import pytest
+from test_report_fast import InProcess as RunsHere
 
 from pdd_plan import fork_pool, report_build, report_pool
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY
@@ -25,23 +26,16 @@ COARSE = (2, 3, 8)
 LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
 
 
-class InProcess(Executor):
-    """Runs each task here as it is submitted; records what was submitted."""
+class InProcess(RunsHere):
+    """Runs each task here as it is submitted (test_report_fast's pool); records what was
+    submitted."""
 
     def __init__(self):
         self.calls: list[tuple] = []
 
     def submit(self, fn, /, *args, **kwargs):
         self.calls.append((fn, args))
-        future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except Exception as exc:
-            future.set_exception(exc)
-        return future
-
-    def shutdown(self, wait=True, *, cancel_futures=False):
-        pass
+        return super().submit(fn, *args, **kwargs)
 
 
 # --- the order of the tasks ----------------------------------------------------------
