@@ -129,6 +129,12 @@ def workers_started(count: int):
     return lambda pid: len(descendants(pid)) >= count + 2
 
 
+def report_workers_started(count: int):
+    """Ready once `report` has forked its drawing process and `count` solver workers, all
+    its own children (report_pool.py: no fork server)."""
+    return lambda pid: len(descendants(pid)) >= count + 1
+
+
 def assert_interrupted(rc: int, out: str, err: str, code: int, word: str) -> None:
     result = subprocess.CompletedProcess([], rc, out, err)
     assert_one_error_line(result, code, word)
@@ -292,7 +298,7 @@ def test_report_interrupted_stops_its_pool(tmp_path, sig, code, word):
     """`report` solves its cases in a process pool too; it prints progress lines on
     stderr, so here the error line is the last and the only `error:` one."""
     args = ["report", "default", "-o", tmp_path / "r.html", "--jobs", "2"]
-    rc, out, err, before = signal_when(args, tmp_path, workers_started(2), sig, group=True)
+    rc, out, err, before = signal_when(args, tmp_path, report_workers_started(2), sig, group=True)
     assert rc == code, err
     assert_no_traceback(subprocess.CompletedProcess([], rc, out, err))
     errors = [line for line in err.splitlines() if line.startswith("error:")]
