@@ -88,12 +88,29 @@ def _pool(deployment: Deployment, role: str, model, gpus: dict[str, Gpu], scenar
     return _pools(deployment, role, model, gpus, scenario)[0]
 
 
-def _with_batch_limit(pool: RolePool, scenario: Scenario, context_tokens: float) -> RolePool:
+def tpot_batch_limit(instance, scenario: Scenario, context_tokens: float) -> int:
+    """The batch whose decode step reaches the TPOT limit at `context_tokens` (without a
+    TPOT limit, the batch that fits HBM): a decode pool's `batch_limit`."""
     tpot = min(scenario.sla.tpot_s.values(), default=None)
-    limit = pool.instance.max_batch(context_tokens)
-    if tpot is not None:
-        limit = pool.instance.max_batch_for_tpot(tpot, context_tokens)
+    if tpot is None:
+        return instance.max_batch(context_tokens)
+    return instance.max_batch_for_tpot(tpot, context_tokens)
+
+
+def _with_batch_limit(pool: RolePool, scenario: Scenario, context_tokens: float) -> RolePool:
+    limit = tpot_batch_limit(pool.instance, scenario, context_tokens)
     return RolePool(pool.group, pool.instance, limit)
+
+
+def batch_limit_context_tokens(classes: RequestClasses) -> float:
+    """The context `prepare` sizes every decode pool's batch limit at: input + half the
+    output, weighted by output tokens, over every class (plan/first_pass.py reads the same
+    figure, so its ceiling is the model's to the bit)."""
+    c = classes
+    return float(
+        np.dot(c.weight * c.output_tokens, c.input_tokens + c.output_tokens / 2)
+        / np.dot(c.weight, c.output_tokens)
+    )
 
 
 def decode_context_tokens(classes: RequestClasses) -> float:
@@ -222,12 +239,7 @@ def prepare(
     classes, routes = routed(scenario, arch, deployment.policy, classes, model,
                              deployment=deployment)  # fmt: skip
     prefill = _pool(deployment, PREFILL_ROLE[arch], model, gpus, scenario)
-    context = float(
-        np.dot(
-            classes.weight * classes.output_tokens, classes.input_tokens + classes.output_tokens / 2
-        )
-        / np.dot(classes.weight, classes.output_tokens)
-    )
+    context = batch_limit_context_tokens(classes)
     groups = [
         _with_batch_limit(p, scenario, context)
         for p in _pools(deployment, DECODE_ROLE[arch], model, gpus, scenario)

@@ -27,7 +27,7 @@ from pdd_plan.model.decode_admission import (
 )
 from pdd_plan.model.decode_side import context_tokens
 from pdd_plan.model.roofline import Instance
-from pdd_plan.model.setup import RolePool
+from pdd_plan.model.setup import RolePool, batch_limit_context_tokens, tpot_batch_limit
 
 
 @dataclass(frozen=True)
@@ -42,21 +42,6 @@ class FirstPass:
         return self.slots / self.step_s if self.slots >= 1 else 0.0
 
 
-def batch_limit(inst: Instance, classes, scenario) -> int:
-    """`RolePool.batch_limit` as `setup.prepare` sets it: the batch whose step reaches the
-    TPOT limit at the decode context of every class (all of them, the cut-off's too), or
-    the batch that fits HBM there (the same expression, so the same context to the bit)."""
-    c = classes
-    context = float(
-        np.dot(c.weight * c.output_tokens, c.input_tokens + c.output_tokens / 2)
-        / np.dot(c.weight, c.output_tokens)
-    )
-    tpot = min(scenario.sla.tpot_s.values(), default=None)
-    if tpot is None:
-        return inst.max_batch(context)
-    return inst.max_batch_for_tpot(tpot, context)
-
-
 def first_pass(inst: Instance, classes, routes, scenario) -> FirstPass:
     """MD's first pass for classes routed as `routes` (PDD: every path but the cut-off's
     LOCAL reaches MD with its whole output), as `decode_side.pool_load` sizes it."""
@@ -66,7 +51,8 @@ def first_pass(inst: Instance, classes, routes, scenario) -> FirstPass:
     weights = c.weight * remote
     context = context_tokens(c, full, weights)
     reserve = reserved_tokens(c.input_tokens, c.output_tokens, reserve_output_tokens(scenario))
-    cap = count_cap(RolePool(None, inst, batch_limit(inst, c, scenario)), context)
+    limit = tpot_batch_limit(inst, scenario, batch_limit_context_tokens(c))
+    cap = count_cap(RolePool(None, inst, limit), context)
     slots = slots_per_instance(inst, reserve, weights * full, cap)
     step = float(inst.decode_step_s(float(max(slots, 1)), context))
     return FirstPass(float(np.dot(weights, full)), int(slots), step)
