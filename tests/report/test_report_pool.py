@@ -7,13 +7,13 @@ it is submitted, every figure drawn here)."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 from concurrent.futures import Executor, Future
 from pathlib import Path
 
 import pytest
 from test_report_fast import InProcess as RunsHere
+from test_report_fast import undated, without_wall
 
 from pdd_plan import fork_pool, report_build, report_pool
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY
@@ -140,18 +140,6 @@ def test_a_figure_started_early_is_used_only_for_the_same_arguments():
 
 
 # --- the report itself ---------------------------------------------------------------
-
-
-def undated(text: str) -> str:
-    return re.sub(r"generated \S+ \(UTC\)", "generated - (UTC)", text)
-
-
-def without_wall(value):
-    if isinstance(value, dict):
-        return {k: without_wall(v) for k, v in value.items() if k != "wall_s"}
-    if isinstance(value, list):
-        return [without_wall(v) for v in value]
-    return value
 
 
 def without_future(plans: list[dict]) -> list[dict]:
