@@ -141,7 +141,39 @@ def solve_choosing(
     # the answer took every architecture's solve: the wall time is theirs together
     out["solver"] = {**out["solver"], "wall_s": time.perf_counter() - start,
                      "architectures_solved": len(results)}  # fmt: skip
+    open_rivals = [(r, f) for r, f in solved if r is not winner and _may_beat(s, winner, r, f)]
+    if out["status"] == "optimal" and open_rivals:
+        out["status"] = "feasible"  # the winner is proven best in its architecture only
+        out["solver"]["stopped"] = _rivals_stopped(open_rivals, time_limit_s)
     return out, dataclasses.replace(files, solved_each=tuple(results))
+
+
+def _may_beat(s: Scenario, winner: dict, rival: dict, files: SolveFiles | None) -> bool:
+    """Whether an architecture whose search stopped before its proof could still hold a
+    plan that beats (or ties) the winner: its search's bound on any plan's objective
+    value (plan/search.py's Outcome.bound; -cost for min_cost) against the winner's."""
+    from pdd_plan import choose
+
+    if rival["status"] not in ("feasible", "unproven"):
+        return False  # proven: its best plan, or no plan, is known
+    bound = getattr(files.run if files else None, "bound", float("inf"))
+    value = choose.objective_value(s, winner["metrics"])
+    return bound >= value - choose.TIE_REL_TOL * abs(value)
+
+
+def _rivals_stopped(rivals: list, time_limit_s: float) -> dict:
+    """`solver.stopped` of a choice left unproven by other architectures' searches."""
+    runs = [(r["architecture"], f.run if f else None) for r, f in rivals]
+    return {
+        "proven": False,
+        "stopped_by": "; ".join(
+            f"{getattr(run, 'stopped_by', '') or 'a limit'} of the {arch} search"
+            for arch, run in runs
+        ),
+        "time_limit_s": time_limit_s,
+        "evaluations": sum(getattr(run, "evaluations", 0) for _, run in runs),
+        "cost_at_least_usd_per_hour": None,
+    }
 
 
 def solve_each(
