@@ -65,7 +65,9 @@ class Goal:
             return min(most, self.cost * (1 - 1e-12))
         if self.kind == "max_bcr":
             return min(most, self.cap_rps / (self.value * (1 + IMPROVE_REL_TOL)))
-        return -math.inf if self.value >= self.cap_rps else most
+        # max_goodput at its cap: no plan's value is higher, but a cheaper one at the cap
+        # wins the tie (a dear seed at the cap must not end the walk)
+        return min(most, self.cost * (1 - 1e-12)) if self.value >= self.cap_rps else most
 
     def threshold(self, cost: float) -> float:
         """The rate a plan of this cost must meet the SLA at to beat the best."""
@@ -73,7 +75,16 @@ class Goal:
             return self.floor_rps
         if self.kind == "max_bcr":
             return max(self.floor_rps, self.value * cost * (1 + IMPROVE_REL_TOL))
+        if self.kind == "max_goodput":  # reaching the cap is enough: nothing counts above it
+            return max(self.floor_rps, min(self.cap_rps, self.value * (1 + IMPROVE_REL_TOL)))
         return max(self.floor_rps, self.value * (1 + IMPROVE_REL_TOL))
+
+    def improves(self, value: float, cost: float) -> bool:
+        """Whether a plan of this value and cost replaces the best: a higher value, or
+        (max_goodput) the cap reached again for less, as choose.py breaks ties."""
+        if value > self.value:
+            return True
+        return self.kind == "max_goodput" and value >= self.cap_rps and cost < self.cost
 
     def take(self, deployment, cost, rate, value) -> None:
         self.best, self.cost, self.rate, self.value = deployment, cost, rate, value

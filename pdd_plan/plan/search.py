@@ -211,7 +211,7 @@ class Search(Pruning):
             return
         served = self._goodput(d, rate, ceiling)
         value = served / cost if g.kind == "max_bcr" else served
-        if value > g.value:
+        if g.improves(value, cost):
             g.take(d, cost, served, value)
 
     def could_win(self, d: Deployment) -> bool:
