@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pdd_plan.errors import InfeasibleError
 from pdd_plan.model.network import WanLink
 from pdd_plan.plan import bounds as bd
+from pdd_plan.plan.figures import down_3g, up_3g
 from pdd_plan.units import GBIT_BITS
 
 CROSSING = ("pdd", "cdc_pd")
@@ -85,8 +86,8 @@ def wan_shortfalls(scenario, tiers: dict, arch: str, bits: float, rate_rps: floa
                 "Gbit/s",
                 f"wan.connection_pool_size at least {connections} (now "
                 f"{wan.connection_pool_size}), or wan.per_connection_gbit_per_s above "
-                f"{needs / wan.connection_pool_size / GBIT_BITS:.3g}, or an arrival rate "
-                f"below {rate_rps * pool / needs:.3g} req/s",
+                f"{up_3g(needs / wan.connection_pool_size / GBIT_BITS)}, or an arrival rate "
+                f"below {down_3g(rate_rps * pool / needs)} req/s",
             )
         )
     cap = scenario.policy.utilization_cap_frac
@@ -98,9 +99,13 @@ def wan_shortfalls(scenario, tiers: dict, arch: str, bits: float, rate_rps: floa
     line = wan.max_lines * per_line
     if needs > line:
         lines = math.ceil(needs / per_line)
-        # no line allowed (wan.max_lines 0): no utilisation cap makes room
+        # no line allowed (wan.max_lines 0): no utilisation cap makes room; nor one the
+        # scenario may not set (above 1)
+        cap_needs = up_3g(needs / line * cap) if line else "inf"
         cap_relax = (
-            f", or policy.utilization_cap_frac above {needs / line * cap:.3g}" if line else ""
+            f", or policy.utilization_cap_frac at least {cap_needs}"
+            if float(cap_needs) <= 1
+            else ""
         )
         out.append(
             Shortfall(

@@ -17,6 +17,7 @@ import numpy as np
 from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
 from pdd_plan.plan.candidates import shapes
 from pdd_plan.plan.ceilings import Shortfall
+from pdd_plan.plan.figures import up_3g
 
 PREFILL_ROLES = ("prefill", "colocated")
 DECODE_ROLES = ("decode", "main_decode", "relay_decode", "colocated")
@@ -55,7 +56,7 @@ def ttft_floors(plans, role: str) -> list[Shortfall]:
                 Shortfall(
                     f"TTFT P{p:g} limit ({role}: the prefill time alone on {label})",
                     floor, limits[p], "s",
-                    f"{key} at least {floor:.3g}, or a faster GPU or larger instance shape",
+                    f"{key} at least {up_3g(floor)}, or a faster GPU or larger instance shape",
                 )
             )  # fmt: skip
     return out
@@ -84,7 +85,7 @@ def tpot_floors(plans, role: str) -> list[Shortfall]:
         Shortfall(
             f"TPOT P{p:g} limit ({role}: one decode step at batch 1 on {label_best})",
             step_best * 1e3, limit * 1e3, "ms",
-            f"sla.tpot_p{p:g}_ms at least {step_best * 1e3:.3g}, or a faster GPU or larger "
+            f"sla.tpot_p{p:g}_ms at least {up_3g(step_best * 1e3)}, or a faster GPU or larger "
             "instance shape",
         )
     ]  # fmt: skip

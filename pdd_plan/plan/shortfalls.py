@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from pdd_plan.plan.figures import up_fixed
+
 
 def tried_summary(attempts) -> str:
     """The attempts grouped by outcome, one clause each (not one per policy and cap)."""
@@ -47,10 +49,10 @@ def relaxation(s) -> str:
         dc, gpu = f.where
         return f"datacenters[{dc}].gpus[{gpu}].max_gpus at least {math.ceil(needs - 1e-9)}"
     if f.family == "power":
-        return f"datacenters[{f.where[0]}].power_budget_kw at least {needs:,.1f}"
+        return f"datacenters[{f.where[0]}].power_budget_kw at least {up_fixed(needs, 1)}"
     if f.family == "budget":
         key = f"datacenters[{f.where[0]}]." if f.where else "objective."
-        return f"{key}budget_usd_per_hour at least {needs:,.2f}"
+        return f"{key}budget_usd_per_hour at least {up_fixed(needs, 2)}"
     if f.subject == "WAN lines":
         return f"wan.max_lines at least {math.ceil(needs - 1e-9)}"
     if f.family == "line":
