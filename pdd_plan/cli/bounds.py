@@ -45,16 +45,17 @@ def check_range(
     `found`: the value as the user wrote it (default: its repr)."""
     if value is None:
         return
-    whole = isinstance(low, int) and isinstance(high, int)
     finite = not isinstance(value, float) or math.isfinite(value)
     if finite and low <= value <= high:
         return
-    kind = "a whole number" if whole else "a number"
-    raise InputError.single(
-        "command line",
-        option,
-        found or repr(value),
-        f"{kind} from {range_text(low, high, unit)}",
+    raise range_error(option, found or repr(value), low, high, unit)
+
+
+def range_error(option: str, found: str, low: float, high: float, unit: str = "") -> InputError:
+    """The one line for a value outside an option's range, or not a number at all."""
+    kind = "a whole number" if isinstance(low, int) and isinstance(high, int) else "a number"
+    return InputError.single(
+        "command line", option, found, f"{kind} from {range_text(low, high, unit)}"
     )
 
 
@@ -66,9 +67,13 @@ def bounded(default, *names: str, low: float, high: float, help: str, unit: str 
         check_range(names[0], value, low, high, unit)
         return value
 
-    return typer.Option(
+    info = typer.Option(
         default, *names, help=f"{help} [{range_text(low, high, unit)}]", callback=check
     )
+    # text that is no number at all (`abc`, `0x10`, `''`) is refused by typer's converter
+    # before `check` runs; fast_params.py words that refusal with this range instead
+    info.pdd_range = (names[0], low, high, unit)
+    return info
 
 
 def time_limit_option():

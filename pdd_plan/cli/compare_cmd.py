@@ -35,7 +35,31 @@ def compare(
     result = compare_architectures(scenario, time_limit_s=time_limit)
     if format is Format.json:
         print_json(result)
+    else:
+        _print_table(result)
+    _refuse_if_none_has_a_plan(result)
+
+
+def _refuse_if_none_has_a_plan(result: dict) -> None:
+    """Exit as `solve` does when no architecture has a plan (after the table or JSON that
+    shows each one's status): 3 when every one is proven infeasible, 5 when a search
+    stopped first (not proven); never 0 for a comparison with nothing to compare."""
+    from pdd_plan.errors import InfeasibleError, UnprovenError
+
+    entries = result["architectures"]
+    if not entries or any(r.get("metrics") for r in entries):
         return
+    each = "; ".join(
+        f"{ARCH_NAMES.get(r['architecture'], r['architecture'])}: "
+        f"{r.get('reason') or r.get('status', 'no plan')}"
+        for r in entries
+    )
+    unproven = any(r.get("status") == "unproven" for r in entries)
+    error = UnprovenError if unproven else InfeasibleError
+    raise error(f"no architecture the scenario allows has a plan: {each}")
+
+
+def _print_table(result: dict) -> None:
     by_arch = {r["architecture"]: r for r in result["architectures"]}
     base = by_arch.get("idc_pd", {}).get("metrics") or {}
     rows = []

@@ -74,7 +74,22 @@ if RuntimeParam is not None:
                 return out
             if not self.slow:
                 self.slow.append(build_runtime_param(self.descriptor))
-            return self.slow[0]._coerce_value(value, param=param, ctx=ctx)
+            try:
+                return self.slow[0]._coerce_value(value, param=param, ctx=ctx)
+            except Exception as exc:
+                raise _in_range_terms(self.parameter_info, value, exc) from None
+
+
+def _in_range_terms(info, value, exc: Exception) -> Exception:
+    """typer's refusal of a bounded option's text (`--jobs abc`: "Input should be a valid
+    integer") as the option's own one line, naming the value found and the range
+    (bounds.py); any other refusal as typer gave it."""
+    bounded = getattr(info, "pdd_range", None)
+    if bounded is None or not hasattr(exc, "format_message"):
+        return exc
+    from pdd_plan.cli.bounds import range_error
+
+    return range_error(bounded[0], repr(value), *bounded[1:])
 
 
 def _plain(param) -> bool:

@@ -210,6 +210,8 @@ def test_a_plan_found_before_the_stop_is_feasible_and_says_not_proven(
 def test_compare_shows_an_unproven_architecture_as_unproven(tmp_path, capsys, stopped_at_once):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(cross_dc()))
-    app.main(["compare", str(path)])
+    with pytest.raises(SystemExit) as stopped:  # no architecture has a plan: 5, as solve
+        app.main(["compare", str(path)])
+    assert stopped.value.code == 5
     out = capsys.readouterr().out
     assert "unproven" in out and "infeasible" not in out
