@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 # C0 and C1 controls (ESC, CR, LF, the 8-bit CSI ...), DEL, the Unicode line and
@@ -61,6 +64,20 @@ class InputError(PddPlanError):
     @classmethod
     def single(cls, file: str, key_path: str, found: str, expected: str, hint: str = ""):
         return cls([Problem(file, key_path, found, expected, hint)])
+
+
+@contextmanager
+def naming_file(placeholder: str, file: str) -> Iterator[None]:
+    """Problems raised as `placeholder` (the model's checks of a plan cannot know its path
+    and say `plan`) name `file` instead, so every line names the file to fix."""
+    try:
+        yield
+    except InputError as exc:
+        if not any(p.file == placeholder for p in exc.problems):
+            raise
+        problems = [dataclasses.replace(p, file=file) if p.file == placeholder else p
+                    for p in exc.problems]  # fmt: skip
+        raise InputError(problems) from None
 
 
 class InfeasibleError(PddPlanError):

@@ -84,12 +84,14 @@ def _decode_cache(node: Node, catalog: Catalog) -> CacheBuy | None:
     if f is None:
         return None
     tb = f["tb"].number(required=True, minimum=0, maximum=MAX_TB)
+    price = f["price_usd_per_tb_month"].number(minimum=0, maximum=1e9)
+    if tb is None:  # refused above: whether a tier is bought, so what names one, is unknown
+        return None
     if tb == 0:  # no tier bought: the tier's name is "none" (or any, and ignored)
         f["tier"].string(required=True)
         return CacheBuy(NO_TIER, 0.0)
     tier = f["tier"].reference(catalog.cache_tiers, "cache tier")
-    price = f["price_usd_per_tb_month"].number(minimum=0, maximum=1e9)
-    if tier is None or tb is None:
+    if tier is None:
         return None
     return CacheBuy(tier, tb, catalog.cache_tiers[tier].price_usd_per_tb_month if price is None
                     else price)  # fmt: skip

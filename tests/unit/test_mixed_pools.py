@@ -171,7 +171,7 @@ def test_simulate_refuses_a_mixed_plan_in_one_line(run_cli, tmp_path):
     assert r.returncode == 2, r.stderr
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and "Traceback" not in r.stderr
-    assert lines[0].startswith("error: plan: plan.instances: found 2 decode groups")
+    assert lines[0].startswith("error: p.yaml: plan.instances: found 2 decode groups")
     assert "h20_96g" in lines[0] and "simulate" in lines[0]
 
 
