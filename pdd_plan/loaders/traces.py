@@ -192,9 +192,12 @@ def _azure_time_s(path: Path, line: int, text: str) -> float:
     whole, _, fraction = text.strip().partition(".")
     try:
         stamp = datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp()
-        return stamp + (float(f"0.{fraction}") if fraction else 0.0)
+        stamp += float(f"0.{fraction}") if fraction else 0.0
     except (ValueError, OverflowError):
         raise _fail(path, line, "TIMESTAMP", describe(text), expected) from None
+    if not 0 <= stamp <= MAX_TRACE_TIME_S:  # a date before 1970 is negative seconds
+        raise _fail(path, line, "TIMESTAMP", describe(text), expected)
+    return stamp
 
 
 def _token_count(path: Path, line: int, field: str, text: str, minimum: int) -> int:
