@@ -62,6 +62,7 @@ from pdd_plan.plan import candidates as cd
 from pdd_plan.plan import milp_seeds as ms
 from pdd_plan.plan import search as sr
 from pdd_plan.plan.ceilings import ShortfallError, check_wan
+from pdd_plan.plan.figures import up_3g
 from pdd_plan.plan.floors import sla_floors
 from pdd_plan.plan.formulate import lp_text
 from pdd_plan.plan.milp_seeds import Attempt
@@ -139,12 +140,31 @@ def _no_candidate(why: str, search) -> None:
     floors = sla_floors(search.plans, empty)
     if not floors:
         raise InfeasibleError(why)
+    _raise_floors(why, floors)
+
+
+def _raise_floors(why: str, floors) -> None:
     what = "; ".join(
-        f"{f.limit}: needs {f.needs:.3g} {f.unit}, the limit is {f.has:.3g} {f.unit} "
+        f"{f.limit}: needs {up_3g(f.needs)} {f.unit}, the limit is {f.has:.3g} {f.unit} "
         f"(relax: {f.relaxation})"
         for f in floors
     )
     raise ShortfallError(f"{why} ({what})", floors)
+
+
+def _floors_missed(search, cands) -> None:
+    """A walk that proved no plan meets the SLA, where some role has no candidate with
+    capacity (PDD keeps its decode roles' candidates in the walk): ShortfallError naming
+    the SLA floors those roles miss, in figures (floors.py), so the answer says which
+    limit and by how much; nothing when no floor is missed."""
+    unserved = [
+        role
+        for role in search.roles
+        if not any(c.role == role and not c.pruned and c.capacity_rps > 0 for c in cands)
+    ]
+    floors = sla_floors(search.plans, unserved)
+    if floors:
+        _raise_floors(f"no {search.arch} plan meets the SLA", floors)
 
 
 def _mix_may_serve(scenario: Scenario, search) -> bool:
@@ -246,6 +266,8 @@ def solve(
         walked_below_usd_per_hour=outcome.walked_below_usd_per_hour,
     )  # fmt: skip
     if outcome.deployment is None:
+        if outcome.proven:
+            _floors_missed(search, cands)
         wall = time.perf_counter() - start
         status = "infeasible" if outcome.proven else "unproven"
         return SolveResult(status, architecture, None, None, 0.0, cands, wall_s=wall, **common)
