@@ -13,6 +13,7 @@ from pdd_plan.loaders.hf_layers import (
     per_layer,
     positive_or_absent,
     sliding_layers,
+    sparse_step_dense_layers,
 )
 from pdd_plan.loaders.hf_reader import MAX_LAYERS, Config, Ints
 
@@ -80,7 +81,8 @@ def _deepseek_ffns(
         "moe": _moe(c, experts_key, "num_experts_per_tok", shared),
     }
     first_dense = c.opt("first_k_dense_replace", 0)
-    return ffns, ["dense" if i < first_dense else "moe" for i in range(n_layers)]
+    dense = sparse_step_dense_layers(c, "moe_layer_freq", n_layers, from_one=False)
+    return ffns, ["dense" if i < first_dense or i in dense else "moe" for i in range(n_layers)]
 
 
 def _map_deepseek_mla(c: Config) -> dict:
@@ -169,7 +171,7 @@ def _map_qwen_hybrid(c: Config) -> dict:
     state_dtype = {"float32": "fp32", "bfloat16": "bf16"}.get(ssm_dtype, "fp32")
     shared = c.opt("shared_expert_intermediate_size", 0)
     dense_layers = layer_numbers(c, "mlp_only_layers", n)
-    c.opt("decoder_sparse_step")
+    dense_layers |= sparse_step_dense_layers(c, "decoder_sparse_step", n, from_one=True)
     layers = [(t, "dense" if i in dense_layers else "moe") for i, t in enumerate(per or [])]
     ffns = {"moe": _moe(c, "num_experts", "num_experts_per_tok", shared)}
     if dense_layers:
@@ -208,9 +210,9 @@ def _map_kimi_linear(c: Config) -> dict:
     if c.opt("routed_expert_hidden_size", kind=int):
         moe["expert_hidden_size"] = c.opt("routed_expert_hidden_size", kind=int)
     first_dense = c.opt("first_k_dense_replace", 0)
-    per_layer = [
-        ("mla" if i + 1 in full else "kda", "dense" if i < first_dense else "moe") for i in range(n)
-    ]
+    dense = sparse_step_dense_layers(c, "moe_layer_freq", n, from_one=False)  # as DeepSeek's
+    ffn = ["dense" if i < first_dense or i in dense else "moe" for i in range(n)]
+    per_layer = [("mla" if i + 1 in full else "kda", ffn[i]) for i in range(n)]
     return {
         "attention_types": {"mla": _mla(c, indexer=False), "kda": kda},
         "ffn_types": {
@@ -307,8 +309,8 @@ def map_generic_gqa(c: Config) -> dict:
         ffns["moe"] = _moe(c, experts_key, "num_experts_per_tok", shared, inter_key)
         first_dense = c.opt("first_k_dense_replace", 0)
         dense_layers = layer_numbers(c, "mlp_only_layers", n) | set(range(first_dense))
+        dense_layers |= sparse_step_dense_layers(c, "decoder_sparse_step", n, from_one=True)
         per_layer_ffn = ["dense" if i in dense_layers else "moe" for i in range(n)]
-        c.opt("decoder_sparse_step")
     if "dense" in per_layer_ffn:
         ffns["dense"] = {"kind": "dense", "intermediate_size": c.req("intermediate_size")}
     for key in (

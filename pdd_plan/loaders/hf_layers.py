@@ -103,3 +103,17 @@ def layer_numbers(c: Config, key: str, n_layers: int, *, first: int = 0) -> set[
         _wrong(c, key, f"layer {outside}", f"layer numbers from {first} to {last:,}")
         return set()
     return set(numbers)
+
+
+def sparse_step_dense_layers(c: Config, key: str, n_layers: int, *, from_one: bool) -> set[int]:
+    """The layers a MoE-every-k-layers key leaves dense. Qwen2/3-MoE and Qwen3-Next
+    (`decoder_sparse_step`) put experts where (layer + 1) % k == 0; DeepSeek-V2/V3's code,
+    as vLLM runs it (`moe_layer_freq`), where layer % k == 0 (`from_one` False). k = 1,
+    every published config's, makes every layer MoE; a k of 2 read as 1 doubled the experts."""
+    step = c.opt(key)  # no kind: a wrong one is worded here, with the floor of 1
+    step = 1 if step is None else step
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:  # 0 divides by zero
+        _wrong(c, key, describe(step), "a whole number of at least 1 (1: every layer MoE)")
+        return set()
+    offset = 1 if from_one else 0
+    return {i for i in range(n_layers) if (i + offset) % step != 0}
