@@ -298,8 +298,11 @@ def map_generic_gqa(c: Config) -> dict:
     ffns: dict[str, dict] = {}
     per_layer_ffn = ["dense"] * n
     if experts_key:
+        # absent (Mixtral's way): the experts are intermediate_size wide; a 0 is refused
         inter_key = (
-            "moe_intermediate_size" if c.opt("moe_intermediate_size", 0) else "intermediate_size"
+            "moe_intermediate_size"
+            if positive_or_absent(c, "moe_intermediate_size")
+            else "intermediate_size"
         )
         shared = (
             c.opt("n_shared_experts", 0) * c.opt("moe_intermediate_size", 0)

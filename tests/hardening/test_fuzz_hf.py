@@ -4,6 +4,7 @@
 the models built on their code) put the experts on every k-th layer only; the importer
 read the key and dropped its value, so a config with k = 2 was imported with experts on
 every layer (twice its routed weights), silently, and k = 0, 1.5 or "2" was accepted.
+A `moe_intermediate_size` of 0 was replaced by the dense `intermediate_size`, silently.
 The README promises that `model import` refuses a config it would model wrongly, naming
 its key. The layer rule is the engines' own:
   Qwen: layer i is MoE iff (i + 1) % decoder_sparse_step == 0 (transformers'
@@ -82,14 +83,20 @@ def test_deepseek_moe_layer_freq_2_keeps_odd_layers_dense():
     assert ffn_per_layer({**DEEPSEEK_V3, "moe_layer_freq": 1}) == ["dense"] + ["moe"] * 5
 
 
-@pytest.mark.parametrize("config,key", [
-    ({**QWEN3_MOE, "decoder_sparse_step": 0}, "decoder_sparse_step"),
-    ({**QWEN3_MOE, "decoder_sparse_step": 1.5}, "decoder_sparse_step"),
-    ({**DEEPSEEK_V3, "moe_layer_freq": "2"}, "moe_layer_freq"),
+STEP = "a whole number of at least 1"
+
+
+@pytest.mark.parametrize("config,key,expected", [
+    ({**QWEN3_MOE, "decoder_sparse_step": 0}, "decoder_sparse_step", STEP),
+    ({**QWEN3_MOE, "decoder_sparse_step": 1.5}, "decoder_sparse_step", STEP),
+    ({**DEEPSEEK_V3, "moe_layer_freq": "2"}, "moe_layer_freq", STEP),
+    # a 0 expert width was silently replaced by the dense intermediate_size (4096 here)
+    ({**QWEN3_MOE, "moe_intermediate_size": 0}, "moe_intermediate_size", "a whole number from 1"),
 ])  # fmt: skip
-def test_a_step_that_is_no_whole_number_from_1_is_refused_naming_the_key(cli, tmp_path, config,
-                                                                        key):  # fmt: skip
+def test_a_layer_step_or_width_that_is_no_whole_number_from_1_is_refused_naming_the_key(
+    cli, tmp_path, config, key, expected
+):
     (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
     result = cli("model", "import", "config.json")
-    assert_one_error_line(result, 2, f"config.json: {key}: found", "a whole number of at least 1")
+    assert_one_error_line(result, 2, f"config.json: {key}: found", expected)
     assert result.stdout == ""
