@@ -17,6 +17,14 @@ import yaml
 from pdd_plan.errors import InputError, Problem
 from pdd_plan.loaders.input_files import MIB, read_input_bytes, shown_path
 from pdd_plan.loaders.suggest import did_you_mean
+from pdd_plan.loaders.yaml_parse import (
+    MAX_DEPTH,
+    MAX_LIST_ITEMS,
+    StrictLoader,
+    TooLong,
+    too_deep,
+    unreadable_character,
+)
 
 # Size caps per kind of file: far above any real one (the shipped files are under 20 KiB, a
 # scenario with 10,000 bins about 600 KiB), low enough that parsing the largest allowed
@@ -29,94 +37,7 @@ FILE_CAPS = (
     ("a GPU catalog entry", 256 * 1024),
     ("a model catalog entry", 256 * 1024),
 )
-MAX_LIST_ITEMS = 10_000  # items of one list (or keys of one mapping) in any input file
-MAX_DEPTH = 40
 ID_PATTERN = re.compile(r"^[a-z0-9_]+$")
-
-
-def _too_deep(value: Any, limit: int) -> str | None:
-    """The key path of a value nested deeper than `limit` levels, or None. A container
-    reached again (a YAML alias) is walked again only if reached deeper, so aliases that
-    multiply a small file into a huge tree cost no more than the file."""
-    stack: list = [(value, 1, None)]
-    deepest_seen: dict[int, int] = {}
-    while stack:
-        item, depth, where = stack.pop()
-        if depth > limit:
-            return _render_path(where)
-        if not isinstance(item, dict | list) or deepest_seen.get(id(item), 0) >= depth:
-            continue
-        deepest_seen[id(item)] = depth
-        pairs = (
-            ((str(k), v) for k, v in item.items()) if isinstance(item, dict) else enumerate(item)
-        )
-        stack.extend((child, depth + 1, (key, where)) for key, child in pairs)
-    return None
-
-
-def _render_path(where, max_parts: int = 8) -> str:
-    """`(key, (parent_key, ...))` -> `a.b[0]`, cut after `max_parts` parts."""
-    keys = []
-    while where is not None:
-        key, where = where
-        keys.append(key)
-    keys.reverse()
-    text = ""
-    for key in keys[:max_parts]:
-        text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
-    return (text + ("..." if len(keys) > max_parts else "")) or "(top level)"
-
-
-# libyaml's parser where PyYAML has it (ten times faster: the catalog is 20-odd files read
-# at every start); construction and implicit typing stay in Python either way
-_SafeBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _TooLong(yaml.YAMLError):
-    """A list (or mapping) with more items than any input needs: refused before it is
-    built, so a file of a million list items costs its parse, not a minute of building."""
-
-    def __init__(self, node, kind: str):
-        super().__init__(kind)
-        self.mark, self.kind, self.count = node.start_mark, kind, len(node.value)
-
-
-class _StrictLoader(_SafeBase):
-    """`safe_load` that refuses a mapping with a key given twice (YAML keeps the last)
-    and a list or mapping of more than MAX_LIST_ITEMS items."""
-
-    def construct_sequence(self, node, deep=False):
-        if isinstance(node, yaml.SequenceNode) and len(node.value) > MAX_LIST_ITEMS:
-            raise _TooLong(node, "list")
-        return super().construct_sequence(node, deep=deep)
-
-    def construct_mapping(self, node, deep=False):
-        if isinstance(node, yaml.MappingNode) and len(node.value) > MAX_LIST_ITEMS:
-            raise _TooLong(node, "mapping")
-        seen = set()
-        for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
-                continue
-            key = self.construct_object(key_node)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"found the key {key!r} twice", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-# YAML 1.1 reads `1e3` as text and `2024-01-01` as a date: in input files the first is a
-# number and the second an id or a name, as YAML 1.2 and every user would have it.
-_StrictLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if not tag.endswith(":timestamp")]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_StrictLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
 
 
 def max_file_bytes(what: str) -> int:
@@ -139,8 +60,8 @@ def load_yaml(path: Path | str, what: str = "a YAML file") -> Any:
     if not text.strip():
         raise InputError.single(name, "", "an empty file", what)
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no arbitrary objects
-    except _TooLong as exc:
+        data = yaml.load(text, Loader=StrictLoader)  # a SafeLoader: no arbitrary objects
+    except TooLong as exc:
         where = f"line {exc.mark.line + 1}, column {exc.mark.column + 1}"
         found = f"a {exc.kind} of {exc.count:,} items"
         raise InputError.single(name, where, found, f"at most {MAX_LIST_ITEMS:,} items") from None
@@ -149,12 +70,14 @@ def load_yaml(path: Path | str, what: str = "a YAML file") -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
         problem = (exc.problem or "syntax error").strip()
         raise InputError.single(name, where, f"invalid YAML ({problem})", what) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML text may not hold: say where
+        raise unreadable_character(name, text, exc, what) from None
     except (yaml.YAMLError, RecursionError) as exc:
         raise InputError.single(name, "", f"invalid YAML ({type(exc).__name__})", what) from None
     except ValueError as exc:  # a huge integer, an impossible date, `!!int abc`...
         reason = str(exc).split(";")[0]
         raise InputError.single(name, "", f"a value YAML cannot convert ({reason})", what) from None
-    deep_path = _too_deep(data, MAX_DEPTH)
+    deep_path = too_deep(data, MAX_DEPTH)
     if deep_path is not None:
         raise InputError.single(name, deep_path, f"nesting deeper than {MAX_DEPTH} levels", what)
     return data
