@@ -69,6 +69,11 @@ GPU_FIELDS: dict[str, tuple[float, bool]] = {
     "usable_memory_frac": (1, True),
 }
 _FRACTION_FIELDS = {k for k in GPU_FIELDS if k.endswith("_frac")}
+# Peak dense compute of at least 1 TFLOP/s: a hundredth of the slowest shipped GPU (119.5
+# BF16), below every datacenter GPU of the last decade (a 2016 P100 PCIe: 18.7 FP16). Far below
+# it (10 MFLOP/s) a decode step takes days and evaluate's percentile search, which
+# brackets steps up to 1e6 s, failed with a traceback; a typo (0.001 for 1000) it stops.
+_FLOOR = {k: 1.0 for k in GPU_FIELDS if k.endswith("_dense_tflop_per_s")}
 _INTEGER_FIELDS = {"scale_up_domain_gpus", "gpus_per_node"}
 
 
@@ -79,15 +84,17 @@ def sourced(
     integer: bool = False,
     fraction: bool = False,
     allow_zero: bool = False,
+    floor: float = 0.0,
 ) -> Sourced | None:
-    """A `{value, source, basis, note}` figure; a missing source is a problem, always."""
+    """A `{value, source, basis, note}` figure; a missing source is a problem, always.
+    `floor`: the least value that is physical (default: anything above 0)."""
     f = node.mapping(required=("value", "source"), optional=("basis", "note"))
     if f is None:
         return None
     maximum = 1.0 if fraction else 1e9
     value = f["value"].number(
-        minimum=0,
-        exclusive_minimum=not allow_zero,
+        minimum=floor,
+        exclusive_minimum=not allow_zero and not floor,
         maximum=maximum,
         integer=integer,
         required=required,
@@ -137,8 +144,9 @@ def load_gpu(path: Path, sources: set[str]) -> Gpu:
     for key, (_, required) in GPU_FIELDS.items():
         if not f[key].is_missing:
             provenance[key] = sourced(
-                f[key], sources, required, key in _INTEGER_FIELDS, key in _FRACTION_FIELDS
-            )
+                f[key], sources, required, key in _INTEGER_FIELDS, key in _FRACTION_FIELDS,
+                floor=_FLOOR.get(key, 0.0),
+            )  # fmt: skip
     name = f["name"].string(required=True)
     vendor = f["vendor"].choice(("nvidia", "amd", "huawei"), required=True)
     problems.raise_if_any()

@@ -40,8 +40,20 @@ def use_catalog_dir(path: str) -> Path:
         raise InputError.single(
             "command line", "--catalog-dir", f"{path!r} (none of the catalog's parts)", expected
         )
+    _refuse_folder_parts_that_are_files(folder)
     os.environ[OVERLAY_ENV] = str(folder.resolve())
     return folder
+
+
+def _refuse_folder_parts_that_are_files(folder: Path) -> None:
+    """`gpus` or `models` that is a file (a mistyped copy, a `models` written by `-o`)
+    would lay nothing over the catalog, silently: one line, as a folder with no parts is.
+    (`lines.yaml` or `sources.yaml` that is a folder is refused when it is read.)"""
+    for part in ("gpus", "models"):
+        where = folder / part
+        if path_exists(where) and not where.is_dir():
+            expected = f"a folder of {part[:-1]} entries ({part}/*.yaml) or nothing"
+            raise InputError.single(shown_path(where), "", "a file, not a folder", expected)
 
 
 def _line_ids(path: Path) -> set[str]:
