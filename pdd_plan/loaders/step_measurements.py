@@ -115,14 +115,20 @@ def _columns(name: str, header: list[str]) -> str:
     )
 
 
+# The largest cell of one engine iteration: tokens, requests or milliseconds. 1e9 is past
+# any (100 requests of 10 M tokens of context; 1e9 ms = 11.6 days); 1e308 overflowed the
+# FLOP and byte products of the fit into a traceback.
+MAX_CELL = 1e9
+
+
 def _number(name: str, line: int, column: str, cell: str) -> float:
     try:
         value = float(cell)
     except (TypeError, ValueError):
         value = float("nan")
-    if not np.isfinite(value) or value < 0:
+    if not np.isfinite(value) or not 0 <= value <= MAX_CELL:
         raise InputError.single(
-            name, f"line {line}, column {column}", repr(cell), "a finite number >= 0"
+            name, f"line {line}, column {column}", repr(cell), f"a number from 0 to {MAX_CELL:g}"
         )
     return value
 

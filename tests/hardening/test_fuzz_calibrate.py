@@ -1,0 +1,77 @@
+"""Bug hunt (round 21, helper hb): `calibrate steps` inputs found wrong by fuzzing.
+
+1. A step-time CSV cell of 1e308 tokens (or requests) was accepted by the reader and
+   overflowed the fit's FLOP and byte products: a traceback ("token counts must be >= 0",
+   "Residuals are not finite"). Bad input is one line naming file, line and column
+   (README: "a calibration input that is ... mistyped, negative or non-finite is one line
+   naming file, line or key"); cells now have a ceiling, 1e9, past any iteration.
+2. Latencies of 1e308 ms gave a profile with `cv_error_frac` 2.8e301, which the
+   profile loader then refused (its ceiling was 100): a file the tool wrote did not read
+   back. The cross-validated error is information about the fit, used in no arithmetic:
+   any finite non-negative value reads back.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.hardening.conftest import assert_one_error_line
+
+HEADER = "new_tokens,cached_tokens,prompts,decode_batch,decode_context_tokens,latency_ms"
+
+
+def rows(n: int = 40) -> list[str]:
+    """Mixed iterations: prompts of 0-2 x 500 tokens beside 1-16 decodes; latency 2 ms +
+    2 us per new token + 50 us per decode (a plausible small engine)."""
+    out = []
+    for i in range(n):
+        prompts, decodes = i % 3, 1 + i % 16
+        new = 500 * prompts
+        out.append(
+            f"{new},0,{prompts},{decodes},{1000 + 100 * i},{2 + new * 0.002 + decodes * 0.05}"
+        )
+    return out
+
+
+ARGS = ["--model", "qwen3_32b", "--gpu", "h100_sxm", "--tp", "1", "-o", "p.yaml"]
+
+
+@pytest.mark.parametrize("column,index", [("new_tokens", 0), ("decode_batch", 3),
+                                          ("decode_context_tokens", 4)])  # fmt: skip
+def test_a_cell_past_any_iteration_is_one_line_not_a_traceback(cli, tmp_path, column, index):
+    lines = rows()
+    cells = lines[10].split(",")
+    cells[index] = "1e308"
+    lines[10] = ",".join(cells)
+    (tmp_path / "steps.csv").write_text(HEADER + "\n" + "\n".join(lines) + "\n")
+    done = cli("calibrate", "steps", "steps.csv", *ARGS)
+    line = assert_one_error_line(done, 2)
+    assert line == (f"error: steps.csv: line 12, column {column}: found '1e308'; expected a "
+                    "number from 0 to 1e+09"), line  # fmt: skip
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_the_data_itself_calibrates(cli, tmp_path):
+    (tmp_path / "steps.csv").write_text(HEADER + "\n" + "\n".join(rows()) + "\n")
+    done = cli("calibrate", "steps", "steps.csv", *ARGS)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "p.yaml").exists()
+
+
+def test_a_profile_with_a_large_cv_error_reads_back(cli, tmp_path):
+    """A fit's cross-validated error of 5,000 (500,000 %) is what calibrate writes for
+    absurd latencies; the profile must load (exit 0), its error shown, not refused."""
+    (tmp_path / "p.yaml").write_text(
+        "name: bad_fit\nparameters: {fixed_step_s: 0.001}\n"
+        "cv_error_frac: {decode: 5000.0, prefill: 1.0e+301}\n"
+    )
+    done = cli("estimate", "--model", "qwen3_32b", "--gpu", "h100_sxm", "--isl", "100",
+               "--osl", "10", "--engine-profile", "p.yaml")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for bad in ("-1", ".inf", ".nan"):
+        (tmp_path / "q.yaml").write_text(
+            f"name: bad_fit\nparameters: {{}}\ncv_error_frac: {{decode: {bad}}}\n"
+        )
+        refused = cli("estimate", "--model", "qwen3_32b", "--gpu", "h100_sxm", "--isl",
+                      "100", "--osl", "10", "--engine-profile", "q.yaml")  # fmt: skip
+        assert_one_error_line(refused, 2, "q.yaml: cv_error_frac.decode: found")
