@@ -136,6 +136,10 @@ def _named(node: Node, parse) -> dict:
     return out
 
 
+def _declared(node: Node) -> set[str]:
+    return {str(name) for name in node.value} if isinstance(node.value, dict) else set()
+
+
 def model_from_dict(data, file: str) -> ModelSpec | None:
     """Check a model entry and build its ModelSpec; problems are raised together."""
     problems = Problems(file)
@@ -174,15 +178,22 @@ def _model(root: Node) -> ModelSpec | None:
     dtypes = tuple(DTYPE_BYTES)
     attention_types = _named(f["attention_types"], _attention)
     ffn_types = _named(f["ffn_types"], _ffn)
+    # a layer may name any type the file declares: one whose spec is wrong is reported
+    # there, once, not again at every layer that names it
+    declared_attention, declared_ffn = _declared(f["attention_types"]), _declared(f["ffn_types"])
     groups = []
     for item in f["layers"].items(min_items=1) or []:
         g = item.mapping(required=("repeat", "attention", "ffn"))
         if g is None:
             continue
         repeat = g["repeat"].integer(required=True, minimum=1, maximum=10_000)
-        attention = g["attention"].reference(attention_types, "attention type")
-        ffn = g["ffn"].reference(ffn_types, "ffn type")
-        if None not in (repeat, attention, ffn):
+        attention = g["attention"].reference(declared_attention, "attention type")
+        ffn = g["ffn"].reference(declared_ffn, "ffn type")
+        if (
+            None not in (repeat, attention, ffn)
+            and attention in attention_types
+            and (ffn in ffn_types)
+        ):
             groups.append(LayerGroup(repeat, attention, ffn))
     shipped = f["shipped_kv_bytes_per_token"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
     if shipped is not None and f["shipped_kv_source"].is_missing:
