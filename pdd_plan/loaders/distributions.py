@@ -30,7 +30,8 @@ def _bins(f: dict[str, Node], lo: float, hi: float, integer: bool, lengths=None)
     lows, highs, shares, per_bin = [], [], [], []
     for b in bins:
         g = b.mapping(required=("low", "high", "share"), optional=_LENGTH_KEYS if lengths else ())
-        if g is None:
+        if g is None:  # reported; its share is unknown, so the sum is not checked
+            shares.append(None)
             continue
         low = g["low"].number(required=True, minimum=lo, maximum=hi)
         high = g["high"].number(required=True, minimum=lo, maximum=hi)

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import yaml
 
 from tests.hardening.conftest import TINY, assert_one_error_line
@@ -43,3 +45,15 @@ def test_a_clock_time_name_is_kept_as_written(cli, tmp_path):
     done = cli("scenario", "validate", path, "--format", "json")
     assert done.returncode == 0, done.stderr
     assert '"12:30"' in done.stdout
+
+
+def test_a_bin_that_is_no_mapping_is_one_problem_not_also_a_bad_sum(cli, tmp_path):
+    """TINY's hit-rate bins share 0.05 + 0.05 + 0.1 + 0.8 = 1. A bin written as a scalar
+    is one problem; its share is unknown, so "shares summing to 0.95" was a second line
+    about the same mistake."""
+    scenario = copy.deepcopy(TINY)
+    scenario["workload"]["prefix_hit_rate"]["bins"][0] = 5
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    found = "workload.prefix_hit_rate.bins[0]: found 5; expected a mapping"
+    assert_one_error_line(cli("scenario", "validate", path), 2, found)
