@@ -44,6 +44,7 @@ WHAT = "a serving-benchmark result (vLLM JSON, SGLang JSONL, genai-perf JSON or 
 STATS = ("mean", "p50", "p90", "p99")
 METRICS = ("ttft", "tpot")
 MAX_RUN_REQUESTS = 100_000
+MAX_REQUEST_TOKENS = 10_000_000  # tokens of one request: the scenario files' and --isl's cap
 DEFAULT_REQUESTS = 100  # a genai-perf run that does not say how many it sent
 MAX_FILE_BYTES = 256 * 1024 * 1024  # detailed results carry every request's token times
 
@@ -123,6 +124,11 @@ def _lengths(f: _Fields, requests: int, keys: tuple[str, str], fallbacks: tuple[
         value = total / requests if total is not None else f.number(fallback)
         if value is None:
             f._fail(total_key, "nothing", f"the run's token count ({total_key} or {fallback})")
+        if not value <= MAX_REQUEST_TOKENS:  # inf and 1e308 overflowed the KV arithmetic
+            key = total_key if total is not None else fallback
+            f._fail(key, total if total is not None else value,
+                    f"at most {MAX_REQUEST_TOKENS:,} tokens per request (the run has "
+                    f"{requests:,} requests)")  # fmt: skip
         out.append(max(int(round(value)), 1))
     return out
 

@@ -75,3 +75,22 @@ def test_a_profile_with_a_large_cv_error_reads_back(cli, tmp_path):
         refused = cli("estimate", "--model", "qwen3_32b", "--gpu", "h100_sxm", "--isl",
                       "100", "--osl", "10", "--engine-profile", "q.yaml")  # fmt: skip
         assert_one_error_line(refused, 2, "q.yaml: cv_error_frac.decode: found")
+
+
+def test_a_serving_run_of_absurd_token_totals_is_one_line(cli, tmp_path):
+    """`calibrate serving`: a vllm bench serve result whose total_input_tokens is 1e308
+    (10 requests: 1e307 tokens each) overflowed the KV arithmetic into a traceback; a
+    request holds at most 10,000,000 tokens (the scenario files' and --isl's cap)."""
+    import json
+
+    run = {"backend": "vllm", "num_prompts": 10, "completed": 10, "max_concurrency": 1,
+           "request_rate": "inf", "duration": 10.0, "total_input_tokens": 1e308,
+           "total_output_tokens": 1000, "mean_ttft_ms": 50.0, "median_ttft_ms": 50.0,
+           "p99_ttft_ms": 60.0, "mean_tpot_ms": 20.0, "median_tpot_ms": 20.0,
+           "p99_tpot_ms": 25.0}  # fmt: skip
+    (tmp_path / "r.json").write_text(json.dumps(run))
+    done = cli("calibrate", "serving", "r.json", "--model", "qwen3_32b", "--gpu", "h200_sxm",
+               "-o", "p.yaml", "--no-cv")  # fmt: skip
+    assert_one_error_line(done, 2, "r.json: total_input_tokens: found 1e+308; expected at most "
+                          "10,000,000 tokens per request (the run has 10 requests)")  # fmt: skip
+    assert not (tmp_path / "p.yaml").exists()
