@@ -40,11 +40,15 @@ def _quantiles(node: Node, scale: float, metric: str) -> list[tuple[str, float]]
     f = node.mapping(optional=QUANTILES)
     if f is None:
         return []
-    out = []
+    out, below = [], None
     for q in QUANTILES:
         value = f[q].number(minimum=0, exclusive_minimum=True, maximum=MAX_LATENCY_S / scale)
-        if value is not None:
-            out.append((f"{metric}_{q}", value * scale))
+        if value is None:
+            continue
+        if below is not None and value < below[1]:  # a CDF does not decrease: P50 <= P90
+            f[q].fail(f"a number >= {below[0]} ({below[1]:g}): percentiles do not decrease")
+        below = (q, value)
+        out.append((f"{metric}_{q}", value * scale))
     return out
 
 

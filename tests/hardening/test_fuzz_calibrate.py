@@ -9,6 +9,10 @@
    profile loader then refused (its ceiling was 100): a file the tool wrote did not read
    back. The cross-validated error is information about the fit, used in no arithmetic:
    any finite non-negative value reads back.
+3. `calibrate serving`: token totals of 1e308 overflowed into a traceback.
+4. `calibrate observed`: decreasing percentiles (P50 > P99) were read; a figure the fit
+   missed was named `tpot_p90` in seconds, not the file's `tpot_ms.p90` in ms, and a
+   saturated fit printed `nan`.
 """
 
 from __future__ import annotations
@@ -94,3 +98,36 @@ def test_a_serving_run_of_absurd_token_totals_is_one_line(cli, tmp_path):
     assert_one_error_line(done, 2, "r.json: total_input_tokens: found 1e+308; expected at most "
                           "10,000,000 tokens per request (the run has 10 requests)")  # fmt: skip
     assert not (tmp_path / "p.yaml").exists()
+
+
+OBSERVED_PLAN = {"plan": {"architecture": "colocated", "instances": [
+    {"role": "colocated", "datacenter": "dc_a", "gpu": "h100_sxm", "gpus_per_instance": 1,
+     "count": 2}]}}  # fmt: skip
+
+
+def observed(cli, tmp_path, text: str):
+    import yaml
+
+    from tests.hardening.conftest import TINY
+
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(TINY))
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(OBSERVED_PLAN))
+    (tmp_path / "obs.yaml").write_text(text)
+    return cli("calibrate", "observed", "s.yaml", "p.yaml", "obs.yaml", "-o", "out.yaml")
+
+
+def test_observed_percentiles_that_decrease_are_refused_as_read(cli, tmp_path):
+    """`calibrate observed`: a CDF does not decrease, so P50 <= P90 <= P99 of one metric;
+    TPOT P50 40 ms with P99 10 ms was read and left to the fit to contradict."""
+    done = observed(cli, tmp_path, "offered_rps: 2\ntpot_ms: {p50: 40, p99: 10}\n")
+    assert_one_error_line(done, 2, "obs.yaml: tpot_ms.p99: found 10; expected a number >= p50 "
+                          "(40): percentiles do not decrease")  # fmt: skip
+
+
+def test_a_figure_the_fit_misses_is_named_by_its_key_and_unit(cli, tmp_path):
+    """TPOT P90 of 1e-9 ms (one step of a 32B model reads 65 GB of weights: over 10 ms on
+    any GPU) cannot be fitted: the line names `tpot_ms.p90` and 1e-09 as the file says
+    them, not `tpot_p90` and 1e-12 (seconds)."""
+    done = observed(cli, tmp_path, "offered_rps: 2\nttft_s: {p90: 1.2}\ntpot_ms: {p90: 1.0e-9}\n")
+    assert_one_error_line(done, 2, "obs.yaml: tpot_ms.p90: found 1e-09 observed, ")
+    assert not (tmp_path / "out.yaml").exists()
