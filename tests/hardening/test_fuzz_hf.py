@@ -100,3 +100,15 @@ def test_a_layer_step_or_width_that_is_no_whole_number_from_1_is_refused_naming_
     result = cli("model", "import", "config.json")
     assert_one_error_line(result, 2, f"config.json: {key}: found", expected)
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("given,hint", [("Q-1", " (try 'q_1')"), ("", "")])
+def test_a_bad_id_on_the_command_line_is_named_as_the_command_lines(cli, tmp_path, given, hint):
+    """`--id Q-1` was reported as the config's value ("config.json: the imported entry's
+    id ... (a config value out of the catalog's range)"): the config is not what to fix."""
+    (tmp_path / "config.json").write_text(json.dumps(QWEN3_MOE), encoding="utf-8")
+    done = cli("model", "import", "config.json", "--id", given, "-o", "m.yaml")
+    line = assert_one_error_line(done, 2)
+    assert line == (f"error: command line: --id: found {given!r}; expected an id of lower-case "
+                    f"letters, digits and _{hint}"), line  # fmt: skip
+    assert not (tmp_path / "m.yaml").exists()
