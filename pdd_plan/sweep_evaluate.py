@@ -8,6 +8,7 @@ from pdd_plan.loaders.catalog import Catalog
 
 def evaluate_loaded(s, plan_path: str, catalog: Catalog, resolution) -> dict:
     """`pdd-plan evaluate`'s result for a scenario already loaded (edited)."""
+    from pdd_plan.errors import naming_file
     from pdd_plan.loaders.engine_profile import profile_summary
     from pdd_plan.loaders.plan_file import load_plan
     from pdd_plan.model.deployment_json import plan_json
@@ -15,8 +16,9 @@ def evaluate_loaded(s, plan_path: str, catalog: Catalog, resolution) -> dict:
 
     deployment = load_plan(plan_path, s, catalog)
     model = catalog.model_for(s)
-    setup = prepare(s, deployment, model, catalog.gpus, catalog.lines, resolution)
-    metrics, snap = evaluate(setup)
+    with naming_file("plan", str(plan_path)):  # the model's refusals of a plan name its file
+        setup = prepare(s, deployment, model, catalog.gpus, catalog.lines, resolution)
+        metrics, snap = evaluate(setup)
     out = {"status": "evaluated", "plan": plan_json(deployment), "metrics": metrics.to_json()}
     out["metrics"]["engine_profile"] = profile_summary(s.engine.profile)  # as evaluate's (#13)
     saturation = None

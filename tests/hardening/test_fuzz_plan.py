@@ -72,3 +72,15 @@ def test_a_bad_cache_size_is_one_problem_not_two(cli, tmp_path):
     scenario, path = write(tmp_path, plan)
     line = assert_one_error_line(cli("evaluate", scenario, path), 2)
     assert line.startswith(f"error: {path}: plan.decode_cache.tb: found nan; expected "), line
+
+
+def test_a_sweep_of_a_plan_the_model_refuses_names_the_plan_file(cli, tmp_path):
+    """`sweep --plan`: each point's error names the plan file, as `evaluate`'s does."""
+    scenario, plan = write(tmp_path, two_prefill_groups())
+    done = cli("sweep", scenario, "--plan", plan, "--vary", "workload.arrival_rate_per_s=1,2",
+               "--jobs", "1")  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    errors = [x for x in done.stderr.splitlines() if x.startswith("error: ")]  # and the bar
+    assert len(errors) == 1 and "2 instance groups for the prefill role" in errors[0], errors
+    assert f"{plan}: plan.instances: found" in errors[0], errors
+    assert "plan: plan.instances" not in errors[0], errors
