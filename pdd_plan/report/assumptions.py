@@ -430,6 +430,43 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
+            "A choice among architectures is proven only where each architecture's search "
+            "is; a stopped search's own bound decides whether it could still win (a tie "
+            "within 0.1 % counts as could-win)"
+        ),
+        "none on plans; `optimal` is claimed less often (conservative)",
+    ),
+    (
+        (
+            "Relaxation figures are rounded towards the safe side at 3 significant digits "
+            "(budgets to the cent, power to 0.1 kW)"
+        ),
+        "a figure may overstate the need by up to one unit in its last digit",
+    ),
+    (
+        (
+            "Availability, power and budget relaxations come from the elastic MILP's linear "
+            "capacities"
+        ),
+        (
+            "a figure may fall short of what the exact search then needs (3 of 112 fuzzed "
+            "relaxations)"
+        ),
+    ),
+    (
+        (
+            "`model import` places MoE layers by the config's `decoder_sparse_step` (Qwen: "
+            "(i + 1) % k == 0) or integer `moe_layer_freq` (DeepSeek, Kimi-Linear: i >= "
+            "first_k_dense_replace and i % k == 0), as transformers and vLLM do; the "
+            "sliding-window hybrid family (MiMo) ignores an integer `moe_layer_freq`"
+        ),
+        (
+            "none for the shipped configs (k = 1); a MiMo-style config with k > 1 would "
+            "count routed weights on every layer (weights and FLOPs high)"
+        ),
+    ),
+    (
+        (
             "Decode kernels reach the roofline (DeepSeek-V4's sparse attention, "
             "hyper-connections and MTP are not modelled)"
         ),
