@@ -18,6 +18,14 @@ proof and not a guess:
    its plans fail; the same for the line options of one set of counts. Among line mixes,
    one with no more capacity and no lower cost than another is dropped;
 3. the walk stops at the cost at which no plan can beat the best (`Goal.limit`).
+A plan is acceptable when it meets the SLA and, at the rate every plan must carry
+(`Goal.floor_rps`), runs its line and every GPU role within `policy.utilization_cap_frac`
+(ceilings.line_within_cap, role_cap.py). The cap only removes plans, so 1 and 3 hold as
+they are; the corners of 2 are asked about the SLA alone (no monotonicity of a GPU role's
+load in the line or in the other roles' counts is assumed), and a GPU role's cap is checked
+only once a plan has met the SLA (`meets`). One count is sized by the cap, as a proof: a
+batched prefill pool's load depends on its own count alone and falls as it grows, so a
+group's plans start at the fewest prefill instances within the cap (`_capped`).
 Seeds (the MILP's verified plans) only set the first limit; the result never depends on them.
 The proofs of 1 and 2 are in prune.py, the objective in goal.py. A row (one set of counts)
 that no affordable line lifts above its ceiling is dead, and its bigger lines are not even
@@ -46,6 +54,7 @@ from pdd_plan.plan.goal import (  # noqa: F401 (the names also read from here)
     Outcome,
 )
 from pdd_plan.plan.prune import RECHECK_REL, Pruning, instance_groups  # noqa: F401
+from pdd_plan.plan.role_cap import fewest_within_cap, roles_within_cap
 from pdd_plan.plan.space import Space, Spaces
 
 GOODPUT_REL_TOL = 1e-3  # bisection precision of a winner's goodput
@@ -61,6 +70,7 @@ class _Entry:
     setups: list | None = None
     passes: float = 0.0  # highest rate known to meet the SLA
     fails: float = math.inf  # lowest rate known to miss it
+    roles_within_cap: bool | None = None  # every GPU role within the cap at the floor rate
     missed: dict = field(default_factory=dict)  # setup index -> lowest rate its SLA missed
 
 
@@ -89,6 +99,7 @@ class Search(Pruning):
     # group or row -> (rate its corner last passed at, corner tests so far)
     _tried: dict = field(init=False, default_factory=dict)
     _counts: dict = field(init=False, default_factory=dict)  # id(bound) -> rate -> min_count
+    _cap_counts: dict = field(init=False, default_factory=dict)  # (id(bound), n) -> fewest
     # (space, line, RTT) -> pool ceiling; space -> its routes per hit-rate distribution
     _pools: dict = field(init=False, default_factory=dict)
 
@@ -109,7 +120,7 @@ class Search(Pruning):
         self.spaces = [self.plans.space(p) for p in self.policies]
         self.deployment = self.plans.deployment
         self._allowed = self.plans.allowed
-        # the line is planned under the same utilisation cap as the MILP's GPU roles: line
+        # the line is planned under the same utilisation cap as every GPU role: line
         # options that would run above it at the least rate are no options
         self._line_cap = s.policy.utilization_cap_frac
         floor = self.goal.floor_rps * (1 - 1e-9)
@@ -124,10 +135,7 @@ class Search(Pruning):
         if rate <= e.passes or rate >= e.fails:
             return None
         if e.setups is None:
-            e.setups = [
-                prepare(self.scenario, d, self.model, self.gpus, self.tiers, self.resolution, h)
-                for h in self.dists
-            ]
+            self._prepare(e, d)
             # the line is planned under the utilisation cap at the rate every plan must
             # carry, as the MILP plans its GPU roles (issue #14: a plan was chosen at 92 %
             # line load, then warned about); no rate is met without it
@@ -137,13 +145,38 @@ class Search(Pruning):
                 return None
         return e
 
+    def _prepare(self, e: _Entry, d: Deployment) -> None:
+        e.setups = [
+            prepare(self.scenario, d, self.model, self.gpus, self.tiers, self.resolution, h)
+            for h in self.dists
+        ]
+
     def _missed(self, e: _Entry, dist: int, rate: float) -> None:
         e.missed[dist] = min(e.missed.get(dist, math.inf), rate)
         e.fails = rate  # missed under one distribution: missed
         self._misses[dist] += 1
 
     def meets(self, d: Deployment, rate: float) -> bool:
-        """Whether `d` meets the SLA at `rate` under every hit-rate distribution."""
+        """Whether `d` meets the SLA at `rate` under every hit-rate distribution, and runs
+        its line and every GPU role within the utilisation cap at the floor rate."""
+        return self._meets_sla(d, rate) and self._roles_within_cap(d)
+
+    def _roles_within_cap(self, d: Deployment) -> bool:
+        """Every GPU role of `d` within the cap at the floor rate under every hit-rate
+        distribution (role_cap.py), once per plan. Asked only of plans that met the SLA:
+        the cap never enters `passes`/`fails`, which stay the SLA's (corners, goodput
+        bisection and `known` read them as such)."""
+        e = self._cache[d.policy, d.instances, d.line_capacity_bits_per_s]
+        if e.roles_within_cap is None:
+            if e.setups is None:  # met by a rate at or below 0, never evaluated
+                self._prepare(e, d)
+            floor, cap = self.goal.floor_rps, self._line_cap
+            e.roles_within_cap = all(roles_within_cap(x, floor, cap) for x in e.setups)
+        return e.roles_within_cap
+
+    def _meets_sla(self, d: Deployment, rate: float) -> bool:
+        """Whether `d` meets the SLA at `rate` under every hit-rate distribution (and its
+        line the cap: an entry whose line is above it meets no rate)."""
         e = self._entry(d, rate)
         if e is None:
             return rate <= self._cache[d.policy, d.instances, d.line_capacity_bits_per_s].passes
@@ -262,7 +295,7 @@ class Search(Pruning):
                 if key not in self._dead_groups and self._group_alive(sp, picks, cost, rate):
                     # no plan of the group below these counts carries `rate`, the least any
                     # of its plans must carry (the threshold only rises with cost)
-                    base = tuple(g.count for g in self._needed(sp, picks, rate))
+                    base = self._capped(sp, picks, self._needed(sp, picks, rate))
                     if all(b <= ch.max_count for ch, b in zip(picks, base, strict=True)):
                         self._base[si, picks_at] = base
                         start = (0,) * (len(picks) + 1)
@@ -302,6 +335,25 @@ class Search(Pruning):
             g.best, g.cost, g.rate, g.value, proven, bound, self.evaluations, steps, cut,
             "" if proven else why, math.inf if proven else stopped,
         )  # fmt: skip
+
+    def _capped(self, sp: Space, picks, needed) -> tuple[int, ...]:
+        """The least counts of a group's plans that can win: the bounds' (`needed`),
+        prefill raised to the fewest instances within the cap at the floor rate under
+        every distribution (role_cap.fewest_within_cap; a plan with fewer is refused by
+        `meets` anyway: on the default at 100 req/s, 9,006 of its 9,188 refusals named prefill).
+        Past every count the candidate allows: max_count + 1 (no plan of it is pushed)."""
+        out = []
+        for ch, g in zip(picks, needed, strict=True):
+            n = g.count
+            for b in sp.bounds[ch]:
+                key = (id(b), n)
+                if key not in self._cap_counts:
+                    got = fewest_within_cap(b, self.goal.floor_rps, self._line_cap, n)
+                    self._cap_counts[key] = got
+                got = self._cap_counts[key]
+                n = ch.max_count + 1 if got is None else max(n, got)
+            out.append(n)
+        return tuple(out)
 
     def _group_cost(self, sp: Space, at) -> float:
         return self._least(sp, tuple(sp.choices[r][i] for r, i in enumerate(at)))

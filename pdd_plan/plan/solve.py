@@ -33,9 +33,12 @@ breaks an SLA that held: tested in tests/property, not proven from the model), a
 rate (which `goodput_rps` assumes too); and (b) the search finished: `SolveResult.proven`
 (it stops at `time_limit_s` or search.MAX_EVALUATIONS, and then returns the best plan it
 verified with `bound`, the best value any plan left could have). Ratios and goodputs are
-exact to IMPROVE_REL_TOL + GOODPUT_REL_TOL (relative). Neither the MILP's capacities nor
-its utilisation cap ever prune. tests/property/test_solve_exhaustive.py lists every plan of
-small random scenarios and finds none better.
+exact to IMPROVE_REL_TOL + GOODPUT_REL_TOL (relative). The MILP's capacities never prune;
+`policy.utilization_cap_frac` does, as a rule and not as an estimate: a plan is acceptable
+only if, at the rate every plan must carry, its line and every GPU role run within the cap
+as evaluate reports them (search.py), whatever the MILP's linear capacities said.
+tests/property/test_solve_exhaustive.py lists every plan of small random scenarios, applies
+the same rule, and finds none better.
 
 Mixed pools (`policy.mixed_pools`, on by default, formulate.py): the MILP may combine types in
 the finishing decode role; its verified plan is a seed like any other, and wins when no

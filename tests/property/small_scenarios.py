@@ -162,27 +162,29 @@ def every_plan(s: sc.Scenario, arch: str):
 
 
 def meets(s: sc.Scenario, d: Deployment, rate: float) -> bool:
-    """The SLA at `rate`, and the line within the utilisation cap at the rate every plan
-    must carry (the demand or the offered rate; issue #14: the line is capped as the GPU
-    roles are)."""
+    """The SLA at `rate`, and the line and every GPU role within the utilisation cap at the
+    rate every plan must carry (the demand or the offered rate; issue #14 and helper ha's
+    bug hunt: `policy.utilization_cap_frac` is the ceiling of every role)."""
     cat = catalog()
     model = cat.model_for(s)
     dists = (s.workload.prefix_hit_rate, *s.workload.hit_rate_alternatives.values())
     setups = [prepare(s, d, model, cat.gpus, cat.lines, RESOLUTION, h) for h in dists]
     floor = s.objective.demand_rps or s.workload.arrival_rate_per_s
-    return all(line_load(x, floor) <= s.policy.utilization_cap_frac for x in setups) and all(
+    cap = s.policy.utilization_cap_frac * (1 + 1e-9)
+    return all(max(loads(x, floor).values(), default=0.0) <= cap for x in setups) and all(
         meets_sla(x, rate) for x in setups
     )
 
 
-def line_load(setup, rate: float) -> float:
-    """The line's utilisation at `rate` (evaluate's own figure; saturated: infinite)."""
-    if setup.link is None:
-        return 0.0
+def loads(setup, rate: float) -> dict[str, float]:
+    """Each role's and the line's utilisation at `rate`, evaluate's own figures (the pool
+    aside: the search holds the line's bits, not its connections, under the cap);
+    saturated: infinite."""
     try:
-        return snapshot(setup, rate).wan_utilization_frac
+        util = snapshot(setup, rate).utilization_frac
     except SaturatedError:
-        return math.inf
+        return {"saturated": math.inf}
+    return {k: v for k, v in util.items() if k != "wan_pool"}
 
 
 def capped_goodput(s: sc.Scenario, d: Deployment) -> float:

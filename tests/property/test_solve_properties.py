@@ -160,10 +160,13 @@ def test_a_robust_plan_meets_every_distribution_and_costs_no_less(seed):
         assert meets(robust, result.deployment, s.workload.arrival_rate_per_s)
 
 
-@pytest.mark.parametrize("seed", [5, 11, 14])
+# seeds 11 and 14 left the list when the search began holding every GPU role under the
+# utilisation cap: their main-distribution plans now carry enough headroom to meet the
+# alternative too (the property holds; those scenarios no longer exercise it)
+@pytest.mark.parametrize("seed", [5, 13, 27])
 def test_the_alternative_can_bind(seed):
-    """Scenarios where the plan for the main distribution alone misses the SLA under the
-    alternative: the robust plan costs more, and meets both."""
+    """Scenarios where the plan for the main distribution alone misses the SLA (or the
+    cap) under the alternative: the robust plan costs more, and meets both."""
     s, arch = random_scenario(seed, "min_cost")
     work = dataclasses.replace(s.workload, hit_rate_alternatives={})
     plain = dataclasses.replace(s, workload=work)

@@ -156,6 +156,7 @@ def _walk(monkeypatch, edges: dict[str, tuple[float, float]]):
     monkeypatch.setattr(sr, "prepare", lambda s, d, m, g, t, r, h: (d.policy, h))
     monkeypatch.setattr(sr, "meets_sla", meets_sla)
     monkeypatch.setattr(sr, "line_within_cap", lambda setup, floor, cap: True)
+    monkeypatch.setattr(sr, "roles_within_cap", lambda setup, floor, cap: True)
     walk = sr.Search.__new__(sr.Search)
     walk.scenario = walk.model = walk.gpus = walk.tiers = walk.resolution = None
     walk.dists, walk._misses, walk._cache, walk.evaluations = (0, 1), [0, 0], {}, 0
