@@ -204,7 +204,8 @@ def size_for_policy(
                 per_capacity = {c.key: c.price_usd_per_hour / c.capacity_rps for c in usable}
                 search.consider_seed(trim(deployment, rate, search.meets, per_capacity))
             return cands, (deployment, form)
-        attempts.append(Attempt(policy, cap, "SLA missed at the sized rate: resized"))
+        missed = "SLA or utilisation cap missed at the sized rate: resized"  # search.meets
+        attempts.append(Attempt(policy, cap, missed))
         cap *= CAP_SHRINK
     return cands, None
 

@@ -455,6 +455,17 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
+            "The utilisation cap holds each role's mean utilisation (evaluate's figure) at "
+            "the rate every plan must carry, under every hit-rate mix"
+        ),
+        (
+            "conservative where the worst listed mix is rare; optimistic for headroom "
+            "against bursts above the mean and above that rate (no peak or percentile of "
+            "load is capped)"
+        ),
+    ),
+    (
+        (
             "`model import` places MoE layers by the config's `decoder_sparse_step` (Qwen: "
             "(i + 1) % k == 0) or integer `moe_layer_freq` (DeepSeek, Kimi-Linear: i >= "
             "first_k_dense_replace and i % k == 0), as transformers and vLLM do; the "
