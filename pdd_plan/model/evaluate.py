@@ -217,14 +217,11 @@ def _all_tpot_rows(parts, rate: float, service):
     )
 
 
-def snapshot(setup: Setup, rate: float) -> Snapshot:
-    """Metrics at arrival rate `rate`; SaturatedError if any queue cannot keep up."""
-    c, arch = setup.classes, setup.deployment.architecture
-    service, p_wait, p_util = _prefill(setup, rate)
+def _utilization(arch: str, parts, p_util: float) -> dict[str, float]:
+    """Each role's load (and the line's) from the prefill pool's and the decode parts'."""
     util = {"prefill": p_util}
-    parts = _parts(setup, rate, service, p_util)
     shares = [part[0] for part in parts]
-    _, _, wan, wan_time, conn_wait, side = parts[0]
+    _, _, wan, _, _, side = parts[0]
     sides = [part[-1] for part in parts]
     if wan is not None:
         util["wan_line"] = wan.line_utilization_frac
@@ -234,6 +231,25 @@ def snapshot(setup: Setup, rate: float) -> Snapshot:
     util[DECODE_ROLE[arch]] = max(x.md.utilization_frac for x in sides)  # the fullest group
     if arch == "colocated":
         util["colocated"] = max(p_util, side.md.utilization_frac)
+    return util
+
+
+def utilization_frac(setup: Setup, rate: float) -> dict[str, float]:
+    """`snapshot(setup, rate).utilization_frac` without the percentiles (the search's
+    utilisation cap asks only this); SaturatedError if any queue cannot keep up."""
+    service, _, p_util = _prefill(setup, rate)
+    return _utilization(setup.deployment.architecture, _parts(setup, rate, service, p_util), p_util)
+
+
+def snapshot(setup: Setup, rate: float) -> Snapshot:
+    """Metrics at arrival rate `rate`; SaturatedError if any queue cannot keep up."""
+    c, arch = setup.classes, setup.deployment.architecture
+    service, p_wait, p_util = _prefill(setup, rate)
+    parts = _parts(setup, rate, service, p_util)
+    util = _utilization(arch, parts, p_util)
+    shares = [part[0] for part in parts]
+    _, _, wan, wan_time, conn_wait, side = parts[0]
+    sides = [part[-1] for part in parts]
     groups = _all_ttft_groups(parts, service, p_wait)
     ttft = dict(zip(QUANTILES, grouped_quantiles_s(list(QUANTILES.values()), groups), strict=True))
     rows = _all_tpot_rows(parts, rate, service)

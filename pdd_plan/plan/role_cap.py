@@ -3,7 +3,7 @@
 `policy.utilization_cap_frac` is the planned ceiling of every role: the MILP sizes its
 capacities under it, the search (search.py) refuses a line above it (ceilings.py) and, with
 this check, a plan any of whose GPU roles evaluate reports above it. The figures are
-evaluate's own (`snapshot(...).utilization_frac`, what `role_utilization_frac` shows), so
+evaluate's own (`evaluate.utilization_frac`, what `role_utilization_frac` shows), so
 the search never recommends a plan that its own report shows above the cap (helper ha's bug
 hunt: prefill planned at 0.987 under a 0.85 cap; decode above the 95 % regime warning).
 """
@@ -11,7 +11,7 @@ hunt: prefill planned at 0.987 under a 0.85 cap; decode above the 95 % regime wa
 from __future__ import annotations
 
 from pdd_plan.errors import SaturatedError
-from pdd_plan.model.evaluate import snapshot
+from pdd_plan.model.evaluate import utilization_frac
 from pdd_plan.plan.bounds import BatchedPrefillBound
 from pdd_plan.plan.sup_rate import smallest
 
@@ -25,7 +25,7 @@ def gpu_role_utilizations(setup, rate_rps: float) -> dict[str, float] | None:
     """Each GPU role's utilisation at `rate_rps`, as evaluate reports it; None when a
     queue saturates (a saturated role is above any cap)."""
     try:
-        util = snapshot(setup, rate_rps).utilization_frac
+        util = utilization_frac(setup, rate_rps)
     except SaturatedError:
         return None
     return {role: u for role, u in util.items() if role not in LINE_ROLES}

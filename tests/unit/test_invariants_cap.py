@@ -70,3 +70,21 @@ def test_a_cap_of_one_removes_no_plan_the_sla_accepts(tmp_path, monkeypatch):
     assert capped["metrics"]["cost_usd_per_hour"] == free["metrics"]["cost_usd_per_hour"]
     util = free["metrics"]["role_utilization_frac"]
     assert max(util.values()) > 0.85, util
+
+
+@pytest.mark.parametrize("arch", ["pdd", "cdc_pd", "idc_pd"])
+@pytest.mark.parametrize("rate_frac", [0.3, 0.9])
+def test_the_cap_reads_evaluates_own_loads(catalog, arch, rate_frac):
+    """The cap's loads (evaluate.utilization_frac, computed without the percentiles) are
+    exactly what evaluate's snapshot reports as utilization_frac, role for role, on the
+    paper's three published plans at 30 % and 90 % of each plan's goodput: the search
+    refuses a plan by the same figures a user reads in its answer."""
+    from pdd_plan.loaders.plan_file import load_plan
+    from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path, scenarios_dir
+    from pdd_plan.model.evaluate import goodput_rps, prepare, snapshot, utilization_frac
+
+    s = load_scenario(resolve_scenario_path("pdd-paper"), catalog)
+    plan = load_plan(scenarios_dir() / "plans" / f"pdd-paper-{arch}.yaml", s, catalog)
+    setup = prepare(s, plan, catalog.model_for(s), catalog.gpus, catalog.lines, (1, 10, 24))
+    rate = rate_frac * goodput_rps(setup)
+    assert utilization_frac(setup, rate) == snapshot(setup, rate).utilization_frac
