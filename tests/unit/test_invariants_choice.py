@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 import yaml
+from llama_two_dc import two_dc_llama
 
 from pdd_plan import api
 from pdd_plan.loaders.catalog import Catalog
@@ -21,26 +22,9 @@ from pdd_plan.loaders.scenario import load_scenario
 
 def two_architectures(tmp_path) -> object:
     """CDC-PD or IDC-PD of Llama-3.1-70B at 2 req/s, fixed lengths: solved in a moment."""
-    data = {
-        "name": "two",
-        "model": "llama_3_1_70b",
-        "datacenters": [
-            {"id": "dc_a", "roles": ["prefill", "decode"],
-             "gpus": [{"gpu": "h100_sxm", "max_gpus": 64}]},
-            {"id": "dc_b", "roles": ["main_decode"], "gpus": [{"gpu": "h200_sxm", "max_gpus": 64}]},
-        ],
-        "wan": {"rtt_ms": 10, "tiers": ["wave_10g"], "per_connection_gbit_per_s": 1.0,
-                "connection_pool_size": 64, "max_lines": 4},
-        "workload": {
-            "arrival_rate_per_s": 2.0,
-            "input_tokens": {"kind": "fixed", "value": 4000},
-            "output_tokens": {"kind": "fixed", "value": 100},
-            "prefix_hit_rate": {"kind": "fixed", "value": 0.0},
-        },
-        "sla": {"ttft_p90_s": 60, "tpot_p90_ms": 100},
-        "objective": {"kind": "min_cost"},
-        "architectures": ["cdc_pd", "idc_pd"],
-    }  # fmt: skip
+    data = two_dc_llama(wan__connection_pool_size=64,
+                        workload__input_tokens={"kind": "fixed", "value": 4000})  # fmt: skip
+    data["name"], data["architectures"] = "two", ["cdc_pd", "idc_pd"]
     path = tmp_path / "two.yaml"
     path.write_text(yaml.safe_dump(data))
     catalog = Catalog()

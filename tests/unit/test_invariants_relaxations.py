@@ -14,6 +14,7 @@ import re
 
 import pytest
 import yaml
+from llama_two_dc import two_dc_llama
 
 from pdd_plan import api
 from pdd_plan.errors import InfeasibleError
@@ -21,29 +22,7 @@ from pdd_plan.loaders.catalog import Catalog
 
 
 def scenario(tmp_path, **over) -> dict:
-    data = {
-        "name": "relax",
-        "model": "llama_3_1_70b",
-        "datacenters": [
-            {"id": "dc_a", "roles": ["prefill", "decode"],
-             "gpus": [{"gpu": "h100_sxm", "max_gpus": 64}]},
-            {"id": "dc_b", "roles": ["main_decode"], "gpus": [{"gpu": "h200_sxm", "max_gpus": 64}]},
-        ],
-        "wan": {"rtt_ms": 10, "tiers": ["wave_10g"], "per_connection_gbit_per_s": 1.0,
-                "connection_pool_size": 4, "max_lines": 4},
-        "workload": {
-            "arrival_rate_per_s": 2.0,
-            "input_tokens": {"kind": "fixed", "value": 1000},
-            "output_tokens": {"kind": "fixed", "value": 100},
-            "prefix_hit_rate": {"kind": "fixed", "value": 0.0},
-        },
-        "sla": {"ttft_p90_s": 60, "tpot_p90_ms": 100},
-        "objective": {"kind": "min_cost"},
-    }  # fmt: skip
-    for key, value in over.items():
-        section, name = key.split("__")
-        data[section][name] = value
-    return data
+    return two_dc_llama(**over)
 
 
 def shortfalls(tmp_path, data: dict, arch: str) -> list[dict]:
