@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdd_plan.errors import InfeasibleError
+from pdd_plan.errors import InfeasibleError, naming_file
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.engine_profile import profile_summary
 from pdd_plan.loaders.plan_file import load_plan
@@ -63,8 +63,10 @@ def evaluate_plan(
     catalog = catalog or Catalog()
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
     deployment = load_plan(plan, s, catalog)
-    setup = prepare(s, deployment, catalog.model_for(s), catalog.gpus, catalog.lines, resolution)
-    metrics, snap = evaluate(setup)
+    with naming_file("plan", str(plan)):  # the model's refusals of a plan name its file
+        setup = prepare(s, deployment, catalog.model_for(s), catalog.gpus, catalog.lines,
+                        resolution)  # fmt: skip
+        metrics, snap = evaluate(setup)
     out = {
         "scenario": s.name,
         "status": "evaluated",

@@ -24,7 +24,7 @@ from scipy.optimize import least_squares
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.loaders.observed import Observed, load_observed
+from pdd_plan.loaders.observed import Observed, file_key, load_observed
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
@@ -104,26 +104,18 @@ def _fit(trial: _Trial, start: EngineProfile) -> tuple[EngineProfile, tuple[str,
     return profile_of(x), unseen
 
 
-def _file_key(figure: str) -> tuple[str, float]:
-    """`tpot_p90` -> (`tpot_ms.p90`, 1000): the key path and unit of OBSERVED.yaml."""
-    metric, _, q = figure.partition("_")
-    if metric == "tpot":
-        return f"tpot_ms.{q}", 1e3
-    return (f"ttft_s.{q}", 1.0) if metric == "ttft" else (figure, 1.0)
-
-
 def _check_agreement(observed: Observed, targets: dict, evaluated: dict) -> None:
     ratios = {k: evaluated[k] / v if np.isfinite(evaluated[k]) else np.inf
               for k, v in targets.items()}  # fmt: skip
     worst = max(ratios, key=lambda k: abs(np.log(ratios[k])) if ratios[k] > 0 else np.inf)
     if abs(ratios[worst] - 1.0) <= CONTRADICTION_FRAC:
         return
-    key, scale = _file_key(worst)  # as OBSERVED.yaml says it (tpot_ms.p90, in ms)
-    fit = evaluated[worst] * scale
+    key, unit_s = file_key(worst)  # as OBSERVED.yaml says it (tpot_ms.p90, in ms)
+    fit = evaluated[worst] / unit_s
     fit_text = f"{fit:.4g}" if np.isfinite(fit) else "no finite value (saturated)"
     raise InputError.single(
         observed.file, key,
-        f"{targets[worst] * scale:.4g} observed, {fit_text} at the best fit",
+        f"{targets[worst] / unit_s:.4g} observed, {fit_text} at the best fit",
         f"observations one engine profile reproduces within {CONTRADICTION_FRAC:.0%}",
         "the figures contradict each other, or this plan is not what was measured "
         "(check the plan, the offered rate and the units: ttft_s in seconds, tpot_ms in ms)",

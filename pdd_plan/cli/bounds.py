@@ -76,6 +76,24 @@ def bounded(default, *names: str, low: float, high: float, help: str, unit: str 
     return info
 
 
+def id_from_text(text: str) -> str:
+    """An id made of `text`: lower case, every other character `_` (`Q-1` -> `q_1`)."""
+    return "".join(c if c.isalnum() else "_" for c in text.lower()).strip("_")
+
+
+def check_id_option(option: str, value: str | None) -> None:
+    """An id option (`--id`, `--name`) as typed, before any file is read: lower-case
+    letters, digits and _, with the id to try when the text makes one."""
+    from pdd_plan.loaders.strict import ID_PATTERN  # the loaders' rule; loads on use only
+
+    if value is None or ID_PATTERN.fullmatch(value):
+        return
+    fixed = id_from_text(value)
+    hint = f"try {fixed!r}" if fixed and ID_PATTERN.fullmatch(fixed) else ""
+    raise InputError.single("command line", option, repr(value),
+                            "an id of lower-case letters, digits and _", hint)  # fmt: skip
+
+
 def time_limit_option():
     """`--time-limit`, as every solving command declares it."""
     return bounded(

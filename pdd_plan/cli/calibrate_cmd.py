@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from pdd_plan.cli.bounds import MAX_BATCH, bounded, parallel_size_option
+from pdd_plan.cli.bounds import MAX_BATCH, bounded, check_id_option, parallel_size_option
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
-from pdd_plan.loaders.strict import ID_PATTERN
 from pdd_plan.model.engine_profile import PARAMETERS, vllm_graph_max_tokens
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
@@ -27,10 +26,7 @@ app = typer.Typer(help="Fit engine profiles to measurements.", no_args_is_help=T
 def _check(out: str, name: str | None, sizes: dict) -> None:
     if not out.strip():
         raise InputError.single("command line", "-o", repr(out), "a file name for the profile")
-    if name is not None and not ID_PATTERN.fullmatch(name):
-        raise InputError.single(
-            "command line", "--name", repr(name), "an id of lower-case letters, digits and _"
-        )
+    check_id_option("--name", name)
     for option, value in sizes.items():
         if value is not None and value < 1:
             raise InputError.single("command line", f"--{option}", str(value), "an integer >= 1")

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import typer
 
-from pdd_plan.cli.bounds import MAX_TOKENS, bounded, parallel_size_option
+from pdd_plan.cli.bounds import MAX_TOKENS, bounded, check_id_option, parallel_size_option
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
-from pdd_plan.loaders.strict import ID_PATTERN
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
 from pdd_plan.units import DTYPE_BYTES
@@ -21,10 +20,7 @@ def check_common(out: str, name: str | None, dtypes: dict) -> None:
     """-o, --name and dtype options, before any file is read."""
     if not out.strip():
         raise InputError.single("command line", "-o", repr(out), "a file name for the profile")
-    if name is not None and not ID_PATTERN.fullmatch(name):
-        raise InputError.single(
-            "command line", "--name", repr(name), "an id of lower-case letters, digits and _"
-        )
+    check_id_option("--name", name)
     for option, value in dtypes.items():
         if value is not None and value not in DTYPE_BYTES:
             raise InputError.single(

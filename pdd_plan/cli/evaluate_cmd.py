@@ -24,10 +24,8 @@ def evaluate(
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     from pdd_plan.api import evaluate_plan  # the models load only for commands that need them
-    from pdd_plan.errors import naming_file
 
-    with naming_file("plan", plan):  # the model's refusals of a plan name its file
-        result = evaluate_plan(scenario, plan)
+    result = evaluate_plan(scenario, plan)
     if not result["metrics"]["role_utilization_frac"]:  # saturated: say where and how much
         from pdd_plan.saturation import saturation_of_files
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from pdd_plan.cli.bounds import MAX_TOKENS, bounded
+from pdd_plan.cli.bounds import MAX_TOKENS, bounded, check_id_option, id_from_text
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
@@ -137,20 +137,6 @@ def show(
         console.print(f"notes: {safe(model.notes)}")
 
 
-def _check_id(model_id: str | None) -> None:
-    """`--id` is checked as typed, before the config is read: a bad one was reported as
-    the config's own value ("the imported entry's id ... a config value out of range")."""
-    from pdd_plan.errors import InputError
-    from pdd_plan.loaders.strict import ID_PATTERN
-
-    if model_id is None or ID_PATTERN.fullmatch(model_id):
-        return
-    fixed = "".join(c if c.isalnum() else "_" for c in model_id.lower()).strip("_")
-    hint = f"try {fixed!r}" if fixed and ID_PATTERN.fullmatch(fixed) else ""
-    raise InputError.single("command line", "--id", repr(model_id),
-                            "an id of lower-case letters, digits and _", hint)  # fmt: skip
-
-
 @app.command("import")
 def import_config(
     config: Path = typer.Argument(..., help="a Hugging Face config.json"),
@@ -167,11 +153,11 @@ def import_config(
     from pdd_plan.loaders.model_file import model_from_dict
     from pdd_plan.loaders.strict import load_yaml
 
-    _check_id(model_id)
+    check_id_option("--id", model_id)
     check_outputs([config], {"--output": output})
     data = load_yaml(config, "a Hugging Face config.json")  # JSON is YAML
     name = name or config.stem.removesuffix("_config")
-    model_id = model_id or "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_")
+    model_id = model_id or id_from_text(name)
     entry = import_hf_config(data, str(config), model_id, name, source or str(config))
     model_from_dict(entry, str(config))  # the entry must load back
     if format is Format.json:

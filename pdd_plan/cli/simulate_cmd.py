@@ -41,7 +41,6 @@ def simulate(
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
-    from pdd_plan.errors import naming_file
     from pdd_plan.model.deployment_json import plan_json
     from pdd_plan.report.streamed import streamed_text
     from pdd_plan.sim.entry import simulate_plan
@@ -49,9 +48,7 @@ def simulate(
 
     check_outputs([scenario, plan], {"--trace-out": trace_out})
     with bars(progress, format is Format.json) as shown:
-        with naming_file("plan", plan):  # the model's refusals of a plan name its file
-            metrics, run = simulate_plan(scenario, plan, requests, seed, warmup_frac,
-                                         progress=shown)  # fmt: skip
+        metrics, run = simulate_plan(scenario, plan, requests, seed, warmup_frac, progress=shown)
         if trace_out:  # streamed to a file beside the target, renamed when whole
 
             def write() -> None:

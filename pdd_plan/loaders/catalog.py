@@ -73,7 +73,8 @@ _FRACTION_FIELDS = {k for k in GPU_FIELDS if k.endswith("_frac")}
 # BF16), below every datacenter GPU of the last decade (a 2016 P100 PCIe: 18.7 FP16). Far below
 # it (10 MFLOP/s) a decode step takes days and evaluate's percentile search, which
 # brackets steps up to 1e6 s, failed with a traceback; a typo (0.001 for 1000) it stops.
-_FLOOR = {k: 1.0 for k in GPU_FIELDS if k.endswith("_dense_tflop_per_s")}
+MIN_DENSE_TFLOP_PER_S = 1.0
+_FLOOR = {k: MIN_DENSE_TFLOP_PER_S for k in GPU_FIELDS if k.endswith("_dense_tflop_per_s")}
 _INTEGER_FIELDS = {"scale_up_domain_gpus", "gpus_per_node"}
 
 

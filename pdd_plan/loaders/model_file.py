@@ -189,11 +189,8 @@ def _model(root: Node) -> ModelSpec | None:
         repeat = g["repeat"].integer(required=True, minimum=1, maximum=10_000)
         attention = g["attention"].reference(declared_attention, "attention type")
         ffn = g["ffn"].reference(declared_ffn, "ffn type")
-        if (
-            None not in (repeat, attention, ffn)
-            and attention in attention_types
-            and (ffn in ffn_types)
-        ):
+        # a declared type whose spec failed is reported there: no group of it is built
+        if repeat is not None and attention in attention_types and ffn in ffn_types:
             groups.append(LayerGroup(repeat, attention, ffn))
     shipped = f["shipped_kv_bytes_per_token"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
     if shipped is not None and f["shipped_kv_source"].is_missing:

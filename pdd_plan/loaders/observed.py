@@ -23,6 +23,8 @@ WHAT = "an observed operating point (offered_rps, ttft_s, tpot_ms, goodput_rps)"
 QUANTILES = ("p50", "p90", "p99")
 MAX_RPS = 1e9
 MAX_LATENCY_S = 86_400.0
+# a figure's metric -> (its key in the file, seconds per unit of that key)
+METRIC_KEYS = {"ttft": ("ttft_s", 1.0), "tpot": ("tpot_ms", MS_S)}
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,16 @@ def _quantiles(node: Node, scale: float, metric: str) -> list[tuple[str, float]]
     return out
 
 
+def file_key(figure: str) -> tuple[str, float]:
+    """Where the file says a figure, and that key's unit in seconds: `tpot_p90` ->
+    (`tpot_ms.p90`, MS_S); `goodput_rps` -> (`goodput_rps`, 1)."""
+    metric, _, q = figure.partition("_")
+    if metric not in METRIC_KEYS:
+        return figure, 1.0
+    key, unit_s = METRIC_KEYS[metric]
+    return f"{key}.{q}", unit_s
+
+
 def load_observed(path: Path | str) -> Observed:
     name = shown_path(path)
     problems = Problems(name)
@@ -60,7 +72,7 @@ def load_observed(path: Path | str) -> Observed:
     if f is None:
         problems.raise_if_any()
     offered = f["offered_rps"].number(minimum=0, exclusive_minimum=True, maximum=MAX_RPS)
-    figures = _quantiles(f["ttft_s"], 1.0, "ttft") + _quantiles(f["tpot_ms"], MS_S, "tpot")
+    figures = [x for m, (key, unit_s) in METRIC_KEYS.items() for x in _quantiles(f[key], unit_s, m)]
     goodput = f["goodput_rps"].number(minimum=0, maximum=MAX_RPS)
     problems.raise_if_any()  # a misspelt key is the one line, not its consequence below
     if f["ttft_s"].is_missing and f["tpot_ms"].is_missing:

@@ -25,6 +25,7 @@ from pdd_plan.plan.figures import down_3g, up_3g
 from pdd_plan.units import GBIT_BITS
 
 CROSSING = ("pdd", "cdc_pd")
+CAP_REL_SLACK = 1e-9  # a load planned exactly at the utilisation cap is within it
 
 
 @dataclass(frozen=True)
@@ -143,4 +144,4 @@ def line_within_cap(setup, rate: float, cap_frac: float) -> bool:
         return True
     arch = setup.deployment.architecture
     bits = bd.wan_bits_per_request(arch, setup.classes, setup.routes)
-    return rate * bits <= cap_frac * setup.link.goodput_bits_per_s * (1 + 1e-9)
+    return rate * bits <= cap_frac * setup.link.goodput_bits_per_s * (1 + CAP_REL_SLACK)

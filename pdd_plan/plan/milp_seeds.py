@@ -7,6 +7,7 @@ search as a seed. The MILP never prunes: its plans only tell the search where it
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass
 
@@ -94,43 +95,19 @@ def _optimise(scenario, usable, demands, tiers, bits, time_limit_s, fixed=0.0):
     $/h every plan of the policy pays (its cache tier)."""
     obj = scenario.objective
     offered = scenario.workload.arrival_rate_per_s
+    # the same candidates, demands, line bytes and fixed cost; each objective its own terms
+    milp = functools.partial(formulate, scenario, usable, demands, tiers, bits,
+                             fixed_usd_per_hour=fixed)  # fmt: skip
     if obj.kind == "min_cost":
-        form = formulate(
-            scenario,
-            usable,
-            demands,
-            tiers,
-            bits,
-            demand_rps=obj.demand_rps or offered,
-            fixed_usd_per_hour=fixed,
-        )
+        form = milp(demand_rps=obj.demand_rps or offered)
         return form, solve_milp(form, time_limit_s)
     if obj.kind == "max_goodput":
-        form = formulate(
-            scenario,
-            usable,
-            demands,
-            tiers,
-            bits,
-            budget_usd_per_hour=obj.budget_usd_per_hour,
-            rate_cap_rps=10 * offered,
-            fixed_usd_per_hour=fixed,
-        )
+        form = milp(budget_usd_per_hour=obj.budget_usd_per_hour, rate_cap_rps=10 * offered)
         return form, solve_milp(form, time_limit_s)
     q, best = 0.0, None  # Dinkelbach: maximise rate - q cost until the optimum is 0
     for _ in range(30):
-        form = formulate(
-            scenario,
-            usable,
-            demands,
-            tiers,
-            bits,
-            rate_floor_rps=offered,
-            rate_cap_rps=BCR_HEADROOM * offered,
-            ratio_q=q,
-            budget_usd_per_hour=obj.budget_usd_per_hour,
-            fixed_usd_per_hour=fixed,
-        )
+        form = milp(rate_floor_rps=offered, rate_cap_rps=BCR_HEADROOM * offered, ratio_q=q,
+                    budget_usd_per_hour=obj.budget_usd_per_hour)  # fmt: skip
         status = solve_milp(form, time_limit_s)
         if status != "Optimal":
             return (best, "Optimal") if best else (form, status)

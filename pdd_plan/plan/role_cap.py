@@ -13,12 +13,12 @@ from __future__ import annotations
 from pdd_plan.errors import SaturatedError
 from pdd_plan.model.evaluate import utilization_frac
 from pdd_plan.plan.bounds import BatchedPrefillBound
+from pdd_plan.plan.ceilings import CAP_REL_SLACK
 from pdd_plan.plan.sup_rate import smallest
 
 # the line and its connection pool keep their own check (ceilings.line_within_cap): their
 # load does not depend on the GPU counts the search's corners raise
 LINE_ROLES = frozenset({"wan_line", "wan_pool"})
-REL_SLACK = 1e-9  # the line check's: a role planned exactly at the cap is within it
 
 
 def gpu_role_utilizations(setup, rate_rps: float) -> dict[str, float] | None:
@@ -34,7 +34,7 @@ def gpu_role_utilizations(setup, rate_rps: float) -> dict[str, float] | None:
 def roles_within_cap(setup, rate_rps: float, cap_frac: float) -> bool:
     """Whether every GPU role runs at most `cap_frac` busy at `rate_rps`."""
     util = gpu_role_utilizations(setup, rate_rps)
-    return util is not None and all(u <= cap_frac * (1 + REL_SLACK) for u in util.values())
+    return util is not None and all(u <= cap_frac * (1 + CAP_REL_SLACK) for u in util.values())
 
 
 def fewest_within_cap(bound, rate_rps: float, cap_frac: float, start: int) -> int | None:
@@ -49,7 +49,7 @@ def fewest_within_cap(bound, rate_rps: float, cap_frac: float, start: int) -> in
 
     def within(n: int) -> bool:
         try:
-            return bound.queue(n, rate_rps)[2] <= cap_frac * (1 + REL_SLACK)
+            return bound.queue(n, rate_rps)[2] <= cap_frac * (1 + CAP_REL_SLACK)
         except SaturatedError:
             return False
 

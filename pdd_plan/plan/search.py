@@ -22,10 +22,11 @@ A plan is acceptable when it meets the SLA and, at the rate every plan must carr
 (`Goal.floor_rps`), runs its line and every GPU role within `policy.utilization_cap_frac`
 (ceilings.line_within_cap, role_cap.py). The cap only removes plans, so 1 and 3 hold as
 they are; the corners of 2 are asked about the SLA alone (no monotonicity of a GPU role's
-load in the line or in the other roles' counts is assumed), and a GPU role's cap is checked
-only once a plan has met the SLA (`meets`). One count is sized by the cap, as a proof: a
-batched prefill pool's load depends on its own count alone and falls as it grows, so a
-group's plans start at the fewest prefill instances within the cap (`_capped`).
+load in the line or in the other roles' counts is assumed), and `meets` asks the cap
+before the SLA, once per plan (the loads cost less than the percentiles). One count is
+sized by the cap, as a proof: a batched prefill pool's load depends on its own count alone
+and falls as it grows, so a group's plans start at the fewest prefill instances within the
+cap (`_capped`).
 Seeds (the MILP's verified plans) only set the first limit; the result never depends on them.
 The proofs of 1 and 2 are in prune.py, the objective in goal.py. A row (one set of counts)
 that no affordable line lifts above its ceiling is dead, and its bigger lines are not even
@@ -125,10 +126,10 @@ class Search(Pruning):
         self._allowed = self.plans.allowed
         # the line is planned under the same utilisation cap as every GPU role: line
         # options that would run above it at the least rate are no options
-        self._line_cap = s.policy.utilization_cap_frac
+        self._cap_frac = s.policy.utilization_cap_frac
         floor = self.goal.floor_rps * (1 - 1e-9)
         for sp in self.spaces:
-            sp.lines = tuple(o for o in sp.lines if o.max_rate_rps * self._line_cap >= floor)
+            sp.lines = tuple(o for o in sp.lines if o.max_rate_rps * self._cap_frac >= floor)
 
     def _entry(self, d: Deployment, rate: float) -> _Entry | None:
         """`d`'s cache entry, its setups prepared; None when the entry already settles
@@ -149,7 +150,7 @@ class Search(Pruning):
         # the line is planned under the utilisation cap at the rate every plan must
         # carry, as the MILP plans its GPU roles (issue #14: a plan was chosen at 92 %
         # line load, then warned about); no rate is met without it
-        floor, cap = self.goal.floor_rps, self._line_cap
+        floor, cap = self.goal.floor_rps, self._cap_frac
         if not all(line_within_cap(x, floor, cap) for x in e.setups):
             e.fails = LINE_ABOVE_CAP
 
@@ -176,7 +177,7 @@ class Search(Pruning):
                 self._prepare(e, d)
             if e.fails == LINE_ABOVE_CAP:
                 return False
-            floor, cap = self.goal.floor_rps, self._line_cap
+            floor, cap = self.goal.floor_rps, self._cap_frac
             e.roles_within_cap = all(roles_within_cap(x, floor, cap) for x in e.setups)
         return e.roles_within_cap
 
@@ -354,8 +355,8 @@ class Search(Pruning):
             for b in sp.bounds[ch]:
                 key = (id(b), n)
                 if key not in self._cap_counts:
-                    got = fewest_within_cap(b, self.goal.floor_rps, self._line_cap, n)
-                    self._cap_counts[key] = got
+                    self._cap_counts[key] = fewest_within_cap(b, self.goal.floor_rps,
+                                                              self._cap_frac, n)  # fmt: skip
                 got = self._cap_counts[key]
                 n = ch.max_count + 1 if got is None else max(n, got)
             out.append(n)

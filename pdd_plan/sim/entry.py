@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from pdd_plan.errors import InputError
+from pdd_plan.errors import InputError, naming_file
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.engine_profile import profile_summary
 from pdd_plan.loaders.plan_file import load_plan
@@ -79,8 +79,9 @@ def simulate_plan(
     """The metrics JSON of a simulated run (design.md §7 keys plus the simulator's own),
     and the run; the caller adds the plan object (report/ formats it)."""
     check_options(requests, warmup_frac, seed)
-    setup = load_setup(scenario, plan, catalog or Catalog())
-    run = simulate(setup, SimConfig(requests, seed, warmup_frac), progress)
+    with naming_file("plan", str(plan)):  # the model's refusals of a plan name its file
+        setup = load_setup(scenario, plan, catalog or Catalog())
+        run = simulate(setup, SimConfig(requests, seed, warmup_frac), progress)
     out = metrics_json(run, measure(run))
     out["engine_profile"] = profile_summary(setup.scenario.engine.profile)
     return out, run

@@ -160,7 +160,7 @@ def _walk(monkeypatch, edges: dict[str, tuple[float, float]]):
     walk = sr.Search.__new__(sr.Search)
     walk.scenario = walk.model = walk.gpus = walk.tiers = walk.resolution = None
     walk.dists, walk._misses, walk._cache, walk.evaluations = (0, 1), [0, 0], {}, 0
-    walk.goal, walk._line_cap = SimpleNamespace(floor_rps=1.0), 1.0
+    walk.goal, walk._cap_frac = SimpleNamespace(floor_rps=1.0), 1.0
     return walk, asked
 
 
