@@ -73,6 +73,8 @@ def validate(
     console.print(
         f"SLA: {sla}; objective {d['objective']}; architectures {', '.join(d['architectures'])}"
     )
+    for arch, where in d["placements"].items():
+        console.print(f"  {arch}: {safe(where)}")
 
 
 @app.command("template")

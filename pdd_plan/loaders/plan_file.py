@@ -21,6 +21,7 @@ from pdd_plan.model.deployment import (
     LineLease,
     RoutingPolicy,
 )
+from pdd_plan.model.placement import placement_problem
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.units import GBIT_BITS
 
@@ -155,6 +156,9 @@ def load_plan(path: Path | str, scenario: Scenario, catalog: Catalog | None = No
         f["instances"].fail(
             f"instances for every role of {architecture}: missing {', '.join(missing)}"
         )
+    misplaced = placement_problem(architecture, instances)
+    if misplaced:
+        f["instances"].fail(f"instances placed as {architecture} places them: {misplaced}")
     if architecture in ("pdd", "cdc_pd") and not any(line.count for line in lines):
         f["lines"].fail(f"at least one leased line ({architecture} crosses datacenters)")
     problems.raise_if_any()

@@ -16,6 +16,7 @@ from pdd_plan.loaders.scenario_routing import short_output_cutoff
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
+from pdd_plan.model.placement import architecture_placeable, placement_needs, unplaceable_role
 from pdd_plan.model.wan_streaming import POOL_HOLDS
 from pdd_plan.units import DTYPE_BYTES, GBIT_BITS, MS_S
 
@@ -47,7 +48,7 @@ def resolve_scenario_path(name_or_path: str | None) -> Path:
 # ---- sections -----------------------------------------------------------------------------
 def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set[str]]:
     """The valid datacenters, and every well-formed id (valid datacenter or not)."""
-    out, seen = [], set()
+    out, seen, role_nodes_of = [], set(), {}
     for item in node.items(min_items=1) or []:
         f = item.mapping(
             required=("id", "roles", "gpus"),
@@ -69,6 +70,7 @@ def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set
         budget = f["budget_usd_per_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
         name = f["name"].string(default="")
         if dc_id and None not in roles:
+            role_nodes_of[dc_id] = role_nodes
             out.append(
                 sc.Datacenter(
                     dc_id,
@@ -79,6 +81,11 @@ def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set
                     name or "",
                 )
             )
+    for dc in out:  # a role no architecture can place there (model/placement.py)
+        for role_node, role in zip(role_nodes_of[dc.id], dc.roles, strict=True):
+            why = unplaceable_role(role, dc, out)
+            if why:
+                role_node.fail(why)
     return out, seen - {None}
 
 
@@ -269,7 +276,7 @@ def _architectures(
     """The architectures to compare; `roles_known` False (a datacenter had problems)
     skips the check that some datacenter allows each one's roles."""
     roles = {r for dc in datacenters for r in dc.roles}
-    possible = tuple(a for a in sc.ARCHITECTURES if set(ARCHITECTURE_ROLES[a]) <= roles)
+    possible = tuple(a for a in sc.ARCHITECTURES if architecture_placeable(a, datacenters))
     if node.is_missing:
         return possible
     items = node.items(1) or []
@@ -281,6 +288,8 @@ def _architectures(
             item.fail(
                 f"an architecture whose roles some datacenter allows (missing: "
                 f"{', '.join(missing)})"
+                if missing
+                else f"an architecture the datacenters can place ({placement_needs(arch)})"
             )
     return tuple(a for a in chosen if a)
 

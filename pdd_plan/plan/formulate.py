@@ -23,6 +23,7 @@ import pulp
 
 from pdd_plan.model.hardware import LineTier
 from pdd_plan.model.mixed_pool import MIXABLE_ROLES
+from pdd_plan.model.placement import ACROSS_ROLES, BESIDE_ROLES
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.plan.candidates import Candidate, RoleDemand
 from pdd_plan.units import HOURS_PER_MONTH
@@ -118,6 +119,7 @@ def formulate(
             "lines_within_the_allowed_count",
         )
     _inventory(prob, scenario, usable, n)
+    _placement(prob, usable, n, y)
     if budget_usd_per_hour is not None:
         prob += cost <= budget_usd_per_hour, "cost_within_the_budget"
     if minimise:
@@ -149,6 +151,24 @@ def _inventory(prob, scenario: Scenario, usable: list[Candidate], n) -> None:
                 pulp.lpSum(c.price_usd_per_hour * n[c.key] for c in here) <= dc.budget_usd_per_hour,
                 f"spending_in_{dc.id}_within_its_budget",
             )
+
+
+def _placement(prob, usable: list[Candidate], n, y) -> None:
+    """Roles beside prefill only in its datacenter, main decode only in another
+    (model/placement.py): prefill is one type, so its chosen binary names its datacenter."""
+    prefill = [c for c in usable if c.role == "prefill"]
+    if not prefill:
+        return
+    for c in usable:
+        if c.role in BESIDE_ROLES:
+            homes = [y[p.key] for p in prefill if p.datacenter == c.datacenter]
+            name = f"{c.key}_only_beside_prefill"
+        elif c.role in ACROSS_ROLES:
+            homes = [y[p.key] for p in prefill if p.datacenter != c.datacenter]
+            name = f"{c.key}_only_across_the_line_from_prefill"
+        else:
+            continue
+        prob += n[c.key] <= MAX_INSTANCES * pulp.lpSum(homes), name
 
 
 def solve_milp(form: Formulation, time_limit_s: float = 30.0) -> str:

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 from pdd_plan.model.deployment import Deployment
 from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, meets_sla, prepare
+from pdd_plan.model.placement import placement_problem
 from pdd_plan.model.workload import request_classes
 from pdd_plan.plan.bounds import Ceiling
 from pdd_plan.plan.ceilings import line_within_cap
@@ -299,7 +300,12 @@ class Search(Pruning):
                     push(self._group_cost(sp, nxt), "group", si, nxt, None)
                 key = (id(sp), picks)
                 rate = self.goal.threshold(cost)
-                if key not in self._dead_groups and self._group_alive(sp, picks, cost, rate):
+                placed = not placement_problem(self.arch, picks)
+                if (
+                    placed
+                    and key not in self._dead_groups
+                    and self._group_alive(sp, picks, cost, rate)
+                ):
                     # no plan of the group below these counts carries `rate`, the least any
                     # of its plans must carry (the threshold only rises with cost)
                     base = self._capped(sp, picks, self._needed(sp, picks, rate))

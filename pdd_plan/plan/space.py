@@ -18,6 +18,7 @@ from pdd_plan.model.cache_tier import scenario_at
 from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, InstanceGroup, LineLease
 from pdd_plan.model.network import WanLink
+from pdd_plan.model.placement import placement_problem
 from pdd_plan.model.roofline import Instance
 from pdd_plan.plan import bounds as bd
 from pdd_plan.plan.candidates import shapes
@@ -221,7 +222,10 @@ class Spaces:
 
     def allowed(self, groups, policy=None) -> bool:
         """GPU availability per datacenter and type, each datacenter's power and budget
-        (the policy's decode-side cache counts in the main-decode datacenter's budget)."""
+        (the policy's decode-side cache counts in the main-decode datacenter's budget),
+        and the architecture's placement (model/placement.py)."""
+        if placement_problem(self.arch, groups):
+            return False
         used, spent = {}, {}
         for g in groups:
             used[g.datacenter, g.gpu] = used.get((g.datacenter, g.gpu), 0) + g.gpus

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from pdd_plan.loaders.catalog import GPU_FIELDS, Catalog
 from pdd_plan.model.hardware import Gpu, LineTier
+from pdd_plan.model.placement import placement_summary
 from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
 
 if TYPE_CHECKING:  # annotations only: `catalog list` reads no model, and loads no numpy
@@ -164,4 +165,5 @@ def scenario_summary(s: Scenario, catalog: Catalog) -> dict:
         },
         "objective": s.objective.kind,
         "architectures": list(s.architectures),
+        "placements": {a: placement_summary(a, s.datacenters) for a in s.architectures},
     }
