@@ -124,9 +124,9 @@ def _head_warnings(model, tp: int) -> list[str]:
             out.append(f"{n} KV heads are not divisible by the tensor-parallel degree {tp} "
                        f"(nor {tp} by {n}): engines refuse it or pad heads")  # fmt: skip
         elif n < tp:
-            out.append(f"{n} KV heads under tensor-parallel degree {tp}: engines replicate "
-                       f"each KV head on {tp // n} GPUs, this estimate splits the KV over all "
-                       f"{tp} (optimistic KV room and max batch)")  # fmt: skip
+            out.append(f"{n} KV heads under tensor-parallel degree {tp}: each KV head is "
+                       f"replicated on {tp // n} GPUs, as engines do (counted in the KV room, "
+                       f"the max batch and the step's KV reads)")  # fmt: skip
     return out
 
 

@@ -7,6 +7,11 @@ Every layer kind reduces to the same two small vocabularies, so that hybrid mode
   for a request of L tokens (full attention: ratio 1, no window).
 - `AttendTerm`: a query at position p attends to `min(cap, ceil(p / ratio))` entries at
   `flop_per_entry` FLOPs each (full attention: ratio 1, no cap).
+
+Tensor parallelism splits a cache by its KV heads: t GPUs over h heads hold
+ceil(h / t) heads each, so t > h replicates every head t / h times (an MLA latent or a
+compressed entry is one head: under TP8 each GPU holds all of it). `tp_replication` is
+that factor; `KvTerm.heads` and `LinearAttention`'s state heads say what splits.
 """
 
 from __future__ import annotations
@@ -17,12 +22,22 @@ from dataclasses import dataclass
 from pdd_plan.units import dtype_bytes
 
 
+def tp_replication(tp_degree: int, heads: int) -> float:
+    """Copies of each byte of a cache split by `heads` heads that `tp_degree` tensor-parallel
+    GPUs hold together: tp x ceil(heads / tp) / heads (1 while tp <= heads and divides
+    them; tp / heads beyond: vLLM and SGLang replicate each KV head over tp / heads GPUs)."""
+    if tp_degree <= 1 or heads <= 0:
+        return 1.0
+    return tp_degree * -(-heads // tp_degree) / heads
+
+
 @dataclass(frozen=True)
 class KvTerm:
     category: str
     bytes_per_entry: float
     ratio: int = 1
     window_tokens: int | None = None
+    heads: int = 1  # KV heads tensor parallelism can split the term over (one: a latent)
 
 
 @dataclass(frozen=True)
@@ -64,9 +79,9 @@ class GqaAttention:
 
     def kv_terms(self, kv_dtype: str, indexer_dtype: str) -> list[KvTerm]:
         per_token = self.num_kv_heads * (self.head_dim + self.v_head_dim) * dtype_bytes(kv_dtype)
-        return [KvTerm(self.label, per_token, 1, self.window_tokens)]
+        return [KvTerm(self.label, per_token, 1, self.window_tokens, self.num_kv_heads)]
 
-    def fixed_state_bytes(self) -> float:
+    def fixed_state_bytes(self, tp_degree: int = 1) -> float:
         return 0.0
 
     def attend_terms(self, decode: bool) -> list[AttendTerm]:
@@ -106,7 +121,7 @@ class MlaAttention:
             terms.append(KvTerm("DSA indexer keys", idx, 1, self.window_tokens))
         return terms
 
-    def fixed_state_bytes(self) -> float:
+    def fixed_state_bytes(self, tp_degree: int = 1) -> float:
         return 0.0
 
     def attend_terms(self, decode: bool) -> list[AttendTerm]:
@@ -166,15 +181,16 @@ class CompressedAttention:
 
     def kv_terms(self, kv_dtype: str, indexer_dtype: str) -> list[KvTerm]:
         entry = self.num_kv_heads * self.head_dim * dtype_bytes(kv_dtype)
-        terms = [KvTerm(f"window {self.window_tokens}", entry, 1, self.window_tokens)]
+        heads = self.num_kv_heads
+        terms = [KvTerm(f"window {self.window_tokens}", entry, 1, self.window_tokens, heads)]
         if self.compress_ratio:
-            terms.append(KvTerm(self.label, entry, self.compress_ratio, None))
+            terms.append(KvTerm(self.label, entry, self.compress_ratio, None, heads))
             if self.indexer:
                 idx = self.indexer.head_dim * dtype_bytes(indexer_dtype)
                 terms.append(KvTerm("indexer keys", idx, self.compress_ratio, None))
         return terms
 
-    def fixed_state_bytes(self) -> float:
+    def fixed_state_bytes(self, tp_degree: int = 1) -> float:
         return 0.0
 
     def attend_terms(self, decode: bool) -> list[AttendTerm]:
@@ -225,10 +241,13 @@ class LinearAttention:
     def _conv_channels(self) -> int:
         return 2 * self.num_key_heads * self.key_head_dim + self.num_heads * self.value_head_dim
 
-    def fixed_state_bytes(self) -> float:
+    def fixed_state_bytes(self, tp_degree: int = 1) -> float:
+        """The recurrent and convolution state of one request, over `tp_degree` GPUs (split
+        by the key heads, the fewer of the two head counts)."""
         recurrent = self.num_heads * self.key_head_dim * self.value_head_dim
         conv = max(self.conv_kernel - 1, 0) * self._conv_channels()
-        return recurrent * dtype_bytes(self.state_dtype) + conv * dtype_bytes(self.conv_dtype)
+        state = recurrent * dtype_bytes(self.state_dtype) + conv * dtype_bytes(self.conv_dtype)
+        return state * tp_replication(tp_degree, min(self.num_heads, self.num_key_heads))
 
     def attend_terms(self, decode: bool) -> list[AttendTerm]:
         return []

@@ -51,9 +51,7 @@ def slots_per_instance(
     mass = float(hold_weights.sum())
     if mass <= 0:
         return int(count_cap)
-    per_request = instance.model.resident_kv_bytes(
-        np.maximum(np.round(reserved_tokens_), 1).astype(np.int64), instance.kv_dtype
-    )
+    per_request = instance.held_kv_bytes(np.maximum(np.round(reserved_tokens_), 1).astype(np.int64))
     mean_bytes = float(np.dot(hold_weights, per_request)) / mass
     capacity = instance.kv_capacity_bytes()
     if capacity <= 0 or mean_bytes <= 0:

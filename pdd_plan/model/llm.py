@@ -8,6 +8,7 @@ every length. All results are SI floats (bytes, FLOPs, parameters).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections import defaultdict
@@ -22,6 +23,7 @@ from pdd_plan.model.attention import (
     LinearAttention,
     attended_entries,
     attended_entries_prefix_sum,
+    tp_replication,
 )
 from pdd_plan.model.ffn import Ffn, MoeFfn
 from pdd_plan.units import dtype_bytes
@@ -60,6 +62,14 @@ _ARRAY_MEMO_LIMIT = 2048
 
 # Embeddings, norms and routers stay in 16 bits when an engine quantises the linears.
 EMBEDDING_DTYPE = "bf16"
+
+
+def _replicated(term: KvTerm, copies: float) -> KvTerm:
+    return (
+        term
+        if copies == 1.0
+        else dataclasses.replace(term, bytes_per_entry=term.bytes_per_entry * copies)
+    )
 
 
 @dataclass(frozen=True)
@@ -126,80 +136,88 @@ class ModelSpec:
         return [(n, self.attention_types[a], self.ffn_types[f]) for (a, f), n in counts.items()]
 
     # ---- KV cache --------------------------------------------------------------------
-    def _kv_terms(self, kv_dtype: str) -> list[tuple[int, KvTerm]]:
+    def _kv_terms(self, kv_dtype: str, tp_degree: int = 1) -> list[tuple[int, KvTerm]]:
+        """(layers, term) of every stored cache; with `tp_degree` > 1, each term's bytes are
+        those `tp_degree` tensor-parallel GPUs hold together (replicated heads counted)."""
         indexer_dtype = self.indexer_dtype or kv_dtype
-        key = ("kv_terms", kv_dtype)
+        key = ("kv_terms", kv_dtype, tp_degree)
         if key not in self._cache:
             counts: dict[str, int] = defaultdict(int)
             for g in self.layer_groups:
                 counts[g.attention] += g.repeat
-            self._cache[key] = [
+            terms = [
                 (n, term)
                 for name, n in counts.items()
                 for term in self.attention_types[name].kv_terms(kv_dtype, indexer_dtype)
             ]
+            self._cache[key] = [
+                (n, _replicated(t, tp_replication(tp_degree, t.heads))) for n, t in terms
+            ]
         return self._cache[key]
 
     @_memo
-    def fixed_state_bytes(self) -> float:
-        """Recurrent state per request, whatever its length (linear-attention layers)."""
+    def fixed_state_bytes(self, tp_degree: int = 1) -> float:
+        """Recurrent state per request, whatever its length (linear-attention layers), over
+        `tp_degree` tensor-parallel GPUs."""
         counts: dict[str, int] = defaultdict(int)
         for g in self.layer_groups:
             counts[g.attention] += g.repeat
         return float(
-            sum(n * self.attention_types[a].fixed_state_bytes() for a, n in counts.items())
+            sum(n * self.attention_types[a].fixed_state_bytes(tp_degree) for a, n in counts.items())
         )
 
-    def kv_bytes(self, tokens, kv_dtype: str = "bf16"):
-        """Bytes of KV cache (and recurrent state) one request of `tokens` tokens holds.
+    def kv_bytes(self, tokens, kv_dtype: str = "bf16", tp_degree: int = 1):
+        """Bytes of KV cache (and recurrent state) one request of `tokens` tokens holds;
+        with `tp_degree`, over that many tensor-parallel GPUs (heads replicated beyond the
+        KV heads count once per copy: `attention.tp_replication`).
 
         Accepts an int or a numpy array of token counts (vectorised).
         """
         if isinstance(tokens, int) and 0 <= tokens < _INT_PATH_MAX_TOKENS:
-            return self._kv_bytes_int(int(tokens), kv_dtype)
+            return self._kv_bytes_int(int(tokens), kv_dtype, tp_degree)
         length = np.asarray(tokens, dtype=np.int64)
         if length.ndim == 0 or length.size > _ARRAY_MEMO_MAX_ELEMENTS:
-            return self._kv_bytes_numpy(length, kv_dtype)
+            return self._kv_bytes_numpy(length, kv_dtype, tp_degree)
         memo = self._cache.setdefault("kv_bytes_arrays", {})
-        key = (kv_dtype, length.shape, length.tobytes())
+        key = (kv_dtype, tp_degree, length.shape, length.tobytes())
         found = memo.get(key)
         if found is None:
-            found = self._kv_bytes_numpy(length, kv_dtype)
+            found = self._kv_bytes_numpy(length, kv_dtype, tp_degree)
             if len(memo) >= _ARRAY_MEMO_LIMIT:
                 memo.clear()
             memo[key] = found
         return found.copy()  # the caller may write into its result
 
-    def _kv_bytes_numpy(self, length: np.ndarray, kv_dtype: str):
+    def _kv_bytes_numpy(self, length: np.ndarray, kv_dtype: str, tp_degree: int = 1):
         if np.any(length < 0):
             raise ValueError("token counts must be >= 0")
         total = np.zeros(length.shape, dtype=float)
-        for n_layers, term in self._kv_terms(kv_dtype):
+        for n_layers, term in self._kv_terms(kv_dtype, tp_degree):
             stored = (
                 length if term.window_tokens is None else np.minimum(length, term.window_tokens)
             )
             entries = -(-stored // term.ratio)  # ceil for non-negative integers
             total += n_layers * term.bytes_per_entry * entries
-        total += np.where(length > 0, self.fixed_state_bytes(), 0.0)
+        total += np.where(length > 0, self.fixed_state_bytes(tp_degree), 0.0)
         return float(total) if total.ndim == 0 else total
 
-    def _kv_bytes_int(self, length: int, kv_dtype: str) -> float:
+    def _kv_bytes_int(self, length: int, kv_dtype: str, tp_degree: int = 1) -> float:
         """`kv_bytes` of one Python int in plain numbers: the numpy path's operations in
         its order (numpy on a 0-d array costs tens of microseconds a call)."""
         total = 0.0
-        for n_layers, term in self._kv_terms(kv_dtype):
+        for n_layers, term in self._kv_terms(kv_dtype, tp_degree):
             window = term.window_tokens
             stored = length if window is None else min(length, window)
             entries = -(-stored // term.ratio)
             total += n_layers * term.bytes_per_entry * entries
-        return total + (self.fixed_state_bytes() if length > 0 else 0.0)
+        return total + (self.fixed_state_bytes(tp_degree) if length > 0 else 0.0)
 
     @_memo
-    def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> float:
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16", tp_degree: int = 1) -> float:
         """Growing bytes per token in the long-context limit (windows and states excluded)."""
         return sum(
             n * t.bytes_per_entry / t.ratio
-            for n, t in self._kv_terms(kv_dtype)
+            for n, t in self._kv_terms(kv_dtype, tp_degree)
             if t.window_tokens is None
         )
 
@@ -209,11 +227,12 @@ class ModelSpec:
             return self.shipped_kv_bytes_per_token
         return self.kv_bytes_per_token(kv_dtype)
 
-    def resident_kv_bytes(self, tokens, kv_dtype: str = "bf16"):
+    def resident_kv_bytes(self, tokens, kv_dtype: str = "bf16", tp_degree: int = 1):
         """HBM one request of `tokens` holds on a decoding instance: the engine's layout
-        (bytes per token x tokens) where the scenario gives one, else `kv_bytes`."""
+        (bytes per token x tokens, as the engine measured it on its instance) where the
+        scenario gives one, else `kv_bytes` over `tp_degree` tensor-parallel GPUs."""
         if self.resident_kv_bytes_per_token is None:
-            return self.kv_bytes(tokens, kv_dtype)
+            return self.kv_bytes(tokens, kv_dtype, tp_degree)
         return self.resident_kv_bytes_per_token * np.asarray(tokens, float)
 
     def kv_breakdown(self, kv_dtype: str = "bf16") -> list[KvBreakdownRow]:

@@ -16,7 +16,9 @@ One forward pass ("step") over a group of `gpus` GPUs costs
 
 Two ways to split the model over the GPUs (`Instance.parallelism`):
 
-- "tp", tensor parallelism: every weight and all KV split evenly over the GPUs, so
+- "tp", tensor parallelism: every weight split evenly over the GPUs, the KV by its heads
+  (a head held by several GPUs once tp > KV heads: `attention.tp_replication`, counted
+  in the KV room and in the bytes a step reads), so
   memory_s = all bytes / (gpus x one GPU's bandwidth); two ring all-reduces per layer of
   tokens x hidden x 2 bytes (hierarchical over the RDMA NICs beyond one scale-up domain).
 - "ep", data-parallel attention + expert parallelism (DeepSeek's EP32 / EP144, SGLang's
@@ -38,10 +40,12 @@ Two ways to split the model over the GPUs (`Instance.parallelism`):
   all-to-all bytes). A lone request's latency is underestimated: its attention and
   replicated layers run on one GPU only, not spread (up to gpus x for those parts).
 - "auto" (the default): "ep" for a model with routed experts on more than
-  min(AUTO_EP_ABOVE_GPUS, scale_up_domain_gpus) GPUs, else "tp". Beyond 8 GPUs tensor
+  min(AUTO_EP_ABOVE_GPUS, scale_up_domain_gpus) GPUs, and on fewer where tensor
+  parallelism would replicate its KV heads and the "ep" layout fits (DP attention, as
+  SGLang's and vLLM's DeepSeek recipes run one node); else "tp". Beyond 8 GPUs tensor
   parallelism stops paying: the KV cannot be split further than its KV heads (at most 8
   in GQA models, one shared latent in MLA), so engines replicate it across TP ranks
-  (the "tp" model here splits it, optimistically); the two all-reduces per layer carry
+  (so does "tp" here: attention.tp_replication); the two all-reduces per layer carry
   the whole batch, over the NICs once the instance spans nodes; and every published
   large MoE deployment at that size runs DP attention + EP (DeepSeek EP32 / EP144,
   SGLang EP32 / EP72 at 3.3x / 5.2x its own TP16 baseline, TRT-LLM wide EP on GB200).
@@ -54,7 +58,7 @@ multi-token prediction (speculative decoding) is not modelled; an EP dispatch is
 one copy per (token, expert) pair, as DeepEP's low-latency kernels send it, while its
 prefill kernels send a token once per destination node; sparse attention (DSA / CSA
 top-k) is charged a read of all stored KV; in "tp" expert load is taken as balanced
-(optimistic) and KV as split over all GPUs (optimistic beyond the KV heads); NCCL at
+(optimistic); NCCL at
 1-30 MB messages is slower than the ring model (optimistic, see
 tests/anchors/test_roofline_kernels.py); redundant experts (EPLB) are not counted in
 the weights (optimistic by their memory, 12.5 % of the experts in DeepSeek's units).
@@ -135,9 +139,27 @@ class Instance(StepParts, MemoisedSteps):
         """ "tp" or "ep": the parallelism asked for, or what "auto" picks (module docstring)."""
         if self.parallelism != "auto":
             return self.parallelism
-        moe = self.model.routed_expert_params() > 0
-        spread = self.gpus > min(AUTO_EP_ABOVE_GPUS, self.gpu.scale_up_domain_gpus)
-        return "ep" if moe and spread else "tp"
+        if not self.model.routed_expert_params():
+            return "tp"
+        if self.gpus > min(AUTO_EP_ABOVE_GPUS, self.gpu.scale_up_domain_gpus):
+            return "ep"
+        # within one domain: DP attention where TP would replicate the KV heads (an MLA
+        # latent on every GPU under TP8), as SGLang and vLLM recommend, if its layout fits
+        return "ep" if self._tp_replicates_kv() and self._ep_kv_room_bytes() > 0 else "tp"
+
+    def _tp_replicates_kv(self) -> bool:
+        """Whether tensor parallelism over these GPUs would hold a KV head more than once."""
+        tokens = 4096  # any length holding every term (windows included) tells the same
+        one = self.model.kv_bytes(tokens, self.kv_dtype)
+        return self.model.kv_bytes(tokens, self.kv_dtype, self.gpus) > one * (1 + 1e-12)
+
+    def _ep_weight_bytes_per_gpu(self) -> float:
+        """ "ep"'s weights on one GPU: the replicated weights + its routed experts."""
+        experts = sum(n * self._experts_per_gpu(e) * b for n, e, _, b in self._expert_bytes())
+        return self.replicated_weight_bytes() + experts
+
+    def _ep_kv_room_bytes(self) -> float:
+        return self.gpus * (self._usable_bytes_per_gpu() - self._ep_weight_bytes_per_gpu())
 
     def _ep(self) -> bool:
         return self._is_ep
@@ -180,8 +202,7 @@ class Instance(StepParts, MemoisedSteps):
         """ "tp": weights / gpus; "ep": replicated weights + this GPU's routed experts."""
         if not self._ep():
             return self.weight_bytes() / self.gpus
-        experts = sum(n * self._experts_per_gpu(e) * b for n, e, _, b in self._expert_bytes())
-        return self.replicated_weight_bytes() + experts
+        return self._ep_weight_bytes_per_gpu()
 
     def _usable_bytes_per_gpu(self) -> float:
         return self.gpu.hbm_bytes * self.gpu.usable_memory_frac
@@ -191,12 +212,23 @@ class Instance(StepParts, MemoisedSteps):
         - weights ("tp"); gpus x (HBM x usable fraction - weights per GPU) ("ep", where a
         GPU whose replicated weights and experts do not fit leaves the instance unfit)."""
         if self._ep():
-            return self.gpus * (self._usable_bytes_per_gpu() - self.weight_bytes_per_gpu())
+            return self._ep_kv_room_bytes()
         usable = self.gpus * self.gpu.hbm_bytes * self.gpu.usable_memory_frac
         return usable - self.weight_bytes()
 
     def fits(self) -> bool:
         return self.kv_capacity_bytes() > 0
+
+    def kv_tp_degree(self) -> int:
+        """GPUs that split each request's KV by its heads: all of them in "tp" (beyond the
+        KV heads, heads are replicated: attention.tp_replication); 1 in "ep", where each
+        request's KV lives whole on one GPU."""
+        return 1 if self._ep() else self.gpus
+
+    def held_kv_bytes(self, tokens):
+        """HBM one request of `tokens` holds on this instance, replicated heads counted:
+        what admission and the batch limit count (vectorised)."""
+        return self.model.resident_kv_bytes(tokens, self.kv_dtype, self.kv_tp_degree())
 
     def max_batch(self, context_tokens) -> int:
         """Requests of `context_tokens` whose KV fits next to the weights (0 if none).
@@ -208,7 +240,7 @@ class Instance(StepParts, MemoisedSteps):
 
     def _max_batch(self, tokens: int) -> int:
         capacity = self.kv_capacity_bytes()
-        per_request = float(self.model.resident_kv_bytes(tokens, self.kv_dtype))
+        per_request = float(self.held_kv_bytes(tokens))
         if self._ep():
             per_gpu = capacity / self.gpus
             return self.gpus * int(per_gpu // per_request) if capacity > 0 else 0

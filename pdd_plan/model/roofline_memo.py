@@ -55,7 +55,8 @@ class MemoisedSteps:
             return self._kv_bytes_of(int(tokens))
         counts = np.asarray(tokens).astype(np.int64)
         if counts.size > KV_MEMO_MAX_ELEMENTS or not (counts >= 0).all():
-            return self.model.kv_bytes(counts, self.kv_dtype)  # refuses negative counts
+            # refuses negative counts
+            return self.model.kv_bytes(counts, self.kv_dtype, self.kv_tp_degree())
         if counts.ndim == 0:
             return self._kv_bytes_of(int(counts))
         return self._per_unique(self._kv_bytes_of, counts)
@@ -66,7 +67,10 @@ class MemoisedSteps:
         return per_unique(fn, *arrays, memo=self._const("per_unique", dict))
 
     def _kv_bytes_of(self, count: int) -> float:
-        return self._const(("kv_bytes", count), lambda: self.model.kv_bytes(count, self.kv_dtype))
+        return self._const(
+            ("kv_bytes", count),
+            lambda: self.model.kv_bytes(count, self.kv_dtype, self.kv_tp_degree()),
+        )
 
     def _step(self, batch, context, new, cached, prompts=1.0) -> dict:
         """One forward pass: `batch` decode tokens at `context` plus `prompts` chunks of

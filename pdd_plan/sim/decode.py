@@ -38,8 +38,10 @@ LOCAL_STAGE, MAIN_STAGE = 0, 1
 @dataclass
 class Pool:
     """`cap`: most requests an instance runs (the TPOT-feasible batch); `kv_capacity_bytes`:
-    KV an instance admits (requests reserve `DecodeEngine.kv_need` each); `overflow`: a
-    request that finds no room is not queued (RLD: the router sends it P -> MD)."""
+    KV an instance admits (requests reserve `kv_need` each: what one request holds on
+    this pool's instances, replicated heads counted; None: the engine's `kv_need`);
+    `overflow`: a request that finds no room is not queued (RLD: the router sends it
+    P -> MD)."""
 
     steps: DecodeSteps
     instances: list[DecodeInstance]
@@ -50,6 +52,7 @@ class Pool:
     queue: deque = field(default_factory=deque)
     loads: list = None  # requests running or joining, per instance (for dispatch)
     kv_used: list = None  # KV bytes reserved, per instance and bin
+    kv_need: object = None  # KV bytes each request reserves here (indexable by request)
 
     def __post_init__(self):
         self.loads = [0] * len(self.instances)
@@ -114,6 +117,11 @@ class DecodeEngine:
         self.outputs = _flat("q", outputs, np.int64)  # whole numbers of tokens
         self.catch_up = mode == "catch_up"
         self.kv_need = _flat("d", np.zeros(n) if kv_need is None else kv_need, np.float64)
+        for pool in [*local_pools, *self.pools[MAIN_STAGE]]:
+            if pool.kv_need is None:
+                pool.kv_need = self.kv_need
+            elif not isinstance(pool.kv_need, array):
+                pool.kv_need = _flat("d", pool.kv_need, np.float64)
         self.wan_done = wan_done_s
         self.handoff_delay_s = handoff_delay_s
         self.one_way_s = one_way_s
@@ -151,7 +159,7 @@ class DecodeEngine:
     # ---- joining -------------------------------------------------------------------------
     def _least_loaded(self, pool: Pool, rid: int) -> DecodeInstance | None:
         """The least-loaded instance with a free slot and room for the request's KV."""
-        need = self.kv_need[rid]
+        need = pool.kv_need[rid]
         for inst in sorted(pool.instances, key=_load):  # stable: ties in instance order
             if inst.load >= pool.cap:
                 return None  # and so is every instance after it
@@ -165,9 +173,9 @@ class DecodeEngine:
         `stage` (the bin it holds there)."""
         bins = self.kv_bin[stage]
         if sign > 0:
-            b = pool.free_bin(inst, self.kv_need[rid])
+            b = pool.free_bin(inst, pool.kv_need[rid])
             bins[rid] = 0 if b is None else b
-        pool.kv_used[inst.slot][bins[rid]] += sign * self.kv_need[rid]
+        pool.kv_used[inst.slot][bins[rid]] += sign * pool.kv_need[rid]
 
     def _join(self, stage: int, p: int, inst: DecodeInstance, t: float, spec: tuple) -> None:
         """Join at the next boundary (now, if the instance is idle)."""
@@ -221,7 +229,7 @@ class DecodeEngine:
             joining, inst.pending = inst.pending, []
         else:
             joining = []
-        while pool.queue and pool.fits(inst, self.kv_need[pool.queue[0][0]], len(joining)):
+        while pool.queue and pool.fits(inst, pool.kv_need[pool.queue[0][0]], len(joining)):
             spec = pool.queue.popleft()
             if stage == MAIN_STAGE and spec[5] == "catch_up":
                 spec = self._catch_up_spec(inst, self._wall(inst, t_own), spec, k_now=k)

@@ -56,19 +56,17 @@ def _cap(pool: RolePool, context: float) -> int:
 MAX_TABLE_BATCH = 16_384
 
 
-def _kv_need(setup: Setup, req: Requests) -> np.ndarray:
-    """KV bytes each request counts for (decode_admission.reserved_tokens)."""
-    tokens = reserved_tokens(
-        req.input_tokens, req.output_tokens, reserve_output_tokens(setup.scenario)
-    )
-    return np.asarray(
-        setup.model.resident_kv_bytes(tokens.astype(np.int64), setup.scenario.kv_dtype), float
-    )
+def _kv_need(pool: RolePool, scenario, req: Requests) -> np.ndarray:
+    """KV bytes each request counts for on the pool's instances (reserved tokens:
+    decode_admission.reserved_tokens; replicated heads counted: Instance.held_kv_bytes)."""
+    tokens = reserved_tokens(req.input_tokens, req.output_tokens, reserve_output_tokens(scenario))
+    return np.asarray(pool.instance.held_kv_bytes(tokens.astype(np.int64)), float)
 
 
 def _decode_pool(
-    pool: RolePool, req: Requests, need: np.ndarray, clocks=None, overflow=False
+    pool: RolePool, req: Requests, scenario, clocks=None, overflow=False
 ) -> list[Pool]:
+    need = _kv_need(pool, scenario, req)
     context = float(np.average(req.input_tokens + req.output_tokens / 2, weights=req.output_tokens))
     bins = kv_bins(pool.instance)
     capacity = pool.instance.kv_capacity_bytes() / bins  # per bin
@@ -82,11 +80,19 @@ def _decode_pool(
     )
     if clocks is not None:  # colocated: one pool of one instance per instance
         return [
-            Pool(steps, [DecodeInstance(i, c, slot=0)], steps.cap, capacity, False, bins)
+            Pool(
+                steps,
+                [DecodeInstance(i, c, slot=0)],
+                steps.cap,
+                capacity,
+                False,
+                bins,
+                kv_need=need,
+            )  # fmt: skip
             for i, c in enumerate(clocks)
         ]
     instances = [DecodeInstance(i) for i in range(pool.group.count)]
-    return [Pool(steps, instances, steps.cap, capacity, overflow, bins)]
+    return [Pool(steps, instances, steps.cap, capacity, overflow, bins, kv_need=need)]
 
 
 def _paused_clocks(prefill: PrefillRun, count: int) -> list[PausedClock]:
@@ -101,22 +107,22 @@ def _paused_clocks(prefill: PrefillRun, count: int) -> list[PausedClock]:
 def decode_engine(setup: Setup, req: Requests, prefill: PrefillRun, wan_done: np.ndarray):
     """The decode engine and its pools (the KV need per request is copied into it)."""
     arch = setup.deployment.architecture
-    need = _kv_need(setup, req)
+    s = setup.scenario
     if arch == "colocated":
         clocks = _paused_clocks(prefill, setup.prefill.group.count)
-        local_pools, main_pool = _decode_pool(setup.decode, req, need, clocks), None
+        local_pools, main_pool = _decode_pool(setup.decode, req, s, clocks), None
     elif arch == "idc_pd":
-        local_pools, main_pool = _decode_pool(setup.decode, req, need), None
+        local_pools, main_pool = _decode_pool(setup.decode, req, s), None
     elif arch == "cdc_pd":
-        local_pools, main_pool = [], _decode_pool(setup.decode, req, need)[0]
+        local_pools, main_pool = [], _decode_pool(setup.decode, req, s)[0]
     else:
-        local_pools = _decode_pool(setup.relay, req, need, overflow=True)
-        main_pool = _decode_pool(setup.decode, req, need)[0]
+        local_pools = _decode_pool(setup.relay, req, s, overflow=True)
+        main_pool = _decode_pool(setup.decode, req, s)[0]
     delay = one_way = 0.0
     if arch == "pdd":  # the token ids' round trip + the engine's fixed cost per handoff
         delay, one_way = setup.link.rtt_s + engine_fixed_s(setup), setup.link.rtt_s / 2
     engine = DecodeEngine(local_pools, main_pool, req.input_tokens, req.output_tokens,
-                          setup.deployment.policy.handoff, need, wan_done, delay,
+                          setup.deployment.policy.handoff, None, wan_done, delay,
                           one_way)  # fmt: skip
     return engine, local_pools, main_pool
 

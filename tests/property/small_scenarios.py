@@ -4,7 +4,8 @@ Each scenario has 2-3 GPU types over 1-2 datacenters, a few GPUs of each, 1-2 li
 and a small model (dense 32B/70B or a 120B MoE, 1-8 GPUs an instance), so every plan can
 be listed: every routing policy solve considers (`solve._policies`), every (datacenter,
 GPU, instance shape) per role whose weights fit in HBM, every count within the
-availability (shared between roles in a datacenter), every number of lines of every tier
+availability (shared between roles in a datacenter) where each architecture places its roles
+(IDC-PD's in one datacenter: model/placement.py), every number of lines of every tier
 within wan.max_lines. Plans are checked with the model solve uses (`prepare` +
 `meets_sla` at the same request-class resolution, under the main hit-rate distribution
 and every alternative). The demand is set above what the cheapest plan carries, so that
@@ -31,6 +32,7 @@ from pdd_plan.model.evaluate import (
     prepare,
     snapshot,
 )
+from pdd_plan.model.placement import placement_problem
 from pdd_plan.model.roofline import Instance
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.candidates import shapes
@@ -153,6 +155,8 @@ def every_plan(s: sc.Scenario, arch: str):
     most = {(dc.id, o.gpu): o.max_gpus for dc in s.datacenters for o in dc.gpus}
     for policy in sv._policies(s, arch):
         for groups in itertools.product(*options):
+            if placement_problem(arch, groups):  # IDC-PD in one datacenter (placement.py)
+                continue
             used = {}
             for g in groups:
                 used[g.datacenter, g.gpu] = used.get((g.datacenter, g.gpu), 0) + g.gpus

@@ -22,14 +22,15 @@ H100 = "      - {gpu: h100_sxm, max_gpus: 512}"
 H200_8 = "{gpu: h200_sxm, price_usd_per_gpu_hour: 3.0, max_gpus: %d, gpus_per_instance: [8]}"
 # The default scenario with one routing policy (one MILP per solve), edited per test:
 VARIANTS = {
-    # dc_a has 40 H200 in 8-GPU instances: prefill needs at least 4 instances (a bound of
-    # the search) and relay decode 1, so every plan uses all 40
-    "availability": [MIN_COST_40, (H100, "      - " + H200_8 % 40)],
+    # dc_a has 32 H200 in 8-GPU instances: prefill needs at least 3 instances (a bound of
+    # the search) and relay decode 1, so every plan uses all 32 (DeepSeek-V4-Pro runs DP
+    # attention + EP on one node: its one KV head would be held 8 times under TP8)
+    "availability": [MIN_COST_40, (H100, "      - " + H200_8 % 32)],
     # at most four 1 Gbit/s lines: the line carries less than the GPUs could
     "line": [("tiers: [wave_10g, wave_100g]", "tiers: [wave_1g]\n  max_lines: 4")],
-    # dc_a has only 32 H200 in 8-GPU instances: enough for prefill or for relay decode,
+    # dc_a has only 24 H200 in 8-GPU instances: enough for prefill or for relay decode,
     # not for both (so no role alone lacks a candidate: the MILP's limits decide)
-    "short": [MIN_COST_40, (H100, "      - " + H200_8 % 32)],
+    "short": [MIN_COST_40, (H100, "      - " + H200_8 % 24)],
 }
 
 
@@ -78,7 +79,7 @@ def test_a_small_availability_binds(availability):
         for g in availability["plan"]["instances"]
         if (g["gpu"], g["datacenter"]) == ("h200_sxm", "dc_a")
     )
-    assert used == 40
+    assert used == 32
     others = [c for c in availability["constraints"] if c["family"] in ("line", "availability")]
     assert [c["constraint"] for c in others if c["binding"]] == [name]
 
@@ -160,14 +161,14 @@ def test_the_elastic_resolve_names_the_limit_and_the_shortfall(catalog, scenario
     found = el.why_infeasible(scenario, model, catalog.gpus, catalog.lines, "pdd", [], RESOLUTION)
     (short,) = found.shortfalls
     assert short.constraint == "h200_sxm_in_dc_a_within_availability"
-    assert short.needs == shortfall_by_hand(catalog, scenario) and short.limit == 32
+    assert short.needs == shortfall_by_hand(catalog, scenario) and short.limit == 24
     # the message gives what the cheapest verified plan needs once the limit is raised
     with pytest.raises(InfeasibleError) as err:
         run(catalog, scenario)
     message = str(err.value)
     assert "\n" not in message and message.count("needs") == 1
-    needs = int(message.split("h200_sxm in dc_a: needs ")[1].split(" GPUs, 32 available")[0])
-    assert 32 < needs <= short.needs and needs % 8 == 0
+    needs = int(message.split("h200_sxm in dc_a: needs ")[1].split(" GPUs, 24 available")[0])
+    assert 24 < needs <= short.needs and needs % 8 == 0
 
 
 @pytest.mark.parametrize("command", ["solve", "explain"])
@@ -177,7 +178,7 @@ def test_cli_infeasible_exits_3_with_one_line(run_cli, paths, command):
     assert result.returncode == 3
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
-    assert "h200_sxm in dc_a: needs" in lines[0] and "32 available" in lines[0]
+    assert "h200_sxm in dc_a: needs" in lines[0] and "24 available" in lines[0]
 
 
 def test_cli_explain_json_equals_the_api(run_cli, paths):

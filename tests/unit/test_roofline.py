@@ -246,10 +246,20 @@ def v3(catalog):
 
 def test_auto_picks_ep_for_moe_models_beyond_eight_gpus(catalog, v3, llama, h200):
     gb200 = catalog.gpus["gb200"]
-    assert Instance(v3, h200, 8).parallel_mode() == "tp"
     assert Instance(v3, h200, 16).parallel_mode() == "ep"
-    assert Instance(v3, gb200, 8).parallel_mode() == "tp"  # one NVL72 domain, still > 8
     assert Instance(v3, gb200, 16).parallel_mode() == "ep"
+    # within 8 GPUs: DP attention where TP would hold a KV head more than once (V3's one
+    # MLA latent on all 8 GPUs) and the EP layout fits: 18.97 GB replicated + 653.9 / 8 GB
+    # of experts = 100.7 GB per H200, under its 136 GB usable
+    assert Instance(v3, h200, 8).parallel_mode() == "ep"
+    assert Instance(v3, gb200, 8).parallel_mode() == "ep"
+    qwen = catalog.model("qwen3_235b_a22b")  # 4 KV heads: TP4 splits them, TP8 would not
+    assert Instance(qwen, h200, 4).parallel_mode() == "tp"
+    assert Instance(qwen, h200, 8).parallel_mode() == "ep"
+    # Kimi-K2's 1 TB of weights fit 8 H200 only split: EP would put 14.1 GB of replicated
+    # weights and 126.8 GB of experts on each 136.3 GB GPU, so TP stays
+    kimi = catalog.model("kimi_k2")
+    assert Instance(kimi, h200, 8, "fp8").parallel_mode() == "tp"
     assert Instance(llama, h200, 16).parallel_mode() == "tp"  # dense: never ep
     assert Instance(v3, h200, 16, parallelism="tp").parallel_mode() == "tp"
     assert Instance(v3, h200, 4, parallelism="ep").parallel_mode() == "ep"
@@ -258,7 +268,7 @@ def test_auto_picks_ep_for_moe_models_beyond_eight_gpus(catalog, v3, llama, h200
     with pytest.raises(ValueError, match="parallelism"):
         Instance(v3, h200, 16, parallelism="dp")
     assert Instance(v3, h200, 16).decode_breakdown(64, 2000)["parallelism"] == "ep"
-    assert Instance(v3, h200, 8).prefill_breakdown(2000)["parallelism"] == "tp"
+    assert Instance(v3, h200, 8, parallelism="tp").prefill_breakdown(2000)["parallelism"] == "tp"
 
 
 def test_ep_weights_per_gpu_deepseek_v3_on_16_h200_by_hand(v3, h200):
@@ -278,7 +288,11 @@ def test_ep_weights_per_gpu_deepseek_v3_on_16_h200_by_hand(v3, h200):
     assert ep.kv_capacity_bytes() == pytest.approx(16 * room, rel=1e-12)
     per_request = 4096 * V3_KV_BYTES_PER_TOKEN
     assert ep.max_batch(4096) == 16 * int(room // per_request) == 16 * 265
-    assert ep.max_batch(4096) < tp.max_batch(4096)
+    # TP16 holds the one latent on all 16 GPUs: each request's KV 16 times over the
+    # instance's room of 16 x (0.9 x 141 GiB - 42.1 GB)
+    tp_room = 16 * H200_USABLE_BYTES - tp.weight_bytes()
+    assert tp.max_batch(4096) == int(tp_room // (16 * per_request))
+    assert ep.max_batch(4096) > 10 * tp.max_batch(4096)
 
 
 def test_ep_experts_per_gpu_round_up(v3, h200):
