@@ -1,0 +1,111 @@
+"""Issue #22, points 9 and 12 (helper "inputs"): ids and catalog figures that crashed the
+planner, and outputs that varied or went where they should not.
+
+- Any id the loaders accept solves: the MILP's names stay within an LP file's limits
+  (plan/lp_names.py), and renaming an id changes no figure of the answer.
+- GPU catalog figures have physical floors (loaders/catalog.py): below one, one error line;
+  at every floor together, an answer, never an overflow.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from pdd_plan.loaders.catalog import catalog_dir
+from pdd_plan.plan import lp_names
+from tests.hardening.conftest import TINY, assert_no_traceback
+
+LONG_DC = "d" * 50  # the issue's datacenter id
+LONG_GPU = "g" * 95  # the issue's overlay GPU id
+PULP_LP_NAME_CHARS = 100  # PuLP's writeLP refuses a longer variable name
+
+
+def renamed(data, old: str, new: str):
+    """The scenario with every occurrence of the id `old` (a whole value) replaced."""
+    if isinstance(data, dict):
+        return {k: renamed(v, old, new) for k, v in data.items()}
+    if isinstance(data, list):
+        return [renamed(v, old, new) for v in data]
+    return new if data == old else data
+
+
+def overlay_gpu(folder, base: str, new_id: str, **values) -> None:
+    """`folder/gpus/<new_id>.yaml`: the shipped `base` entry under another id, with
+    `values` replacing figures."""
+    entry = yaml.safe_load((catalog_dir() / "gpus" / f"{base}.yaml").read_text())
+    entry["id"] = new_id
+    for key, value in values.items():
+        entry[key]["value"] = value
+    (folder / "gpus").mkdir(parents=True, exist_ok=True)
+    (folder / "gpus" / f"{new_id}.yaml").write_text(yaml.safe_dump(entry))
+
+
+def solve_json(cli, tmp_path, scenario: dict, *extra: str) -> dict:
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
+    done = cli(*extra, "solve", "s.yaml", "--format", "json", "--dump-lp", "plan.lp")
+    assert_no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def answer_figures(out: dict) -> tuple:
+    """What renaming an id must not change: cost, rate and each group's shape and count."""
+    instances = out["plan"]["instances"]
+    groups = sorted((g["role"], g["gpus_per_instance"], g["count"]) for g in instances)
+    metrics = out["metrics"]
+    return metrics["cost_usd_per_hour"], metrics["goodput_rps"], groups
+
+
+# ---- point 9a: long ids ------------------------------------------------------------------
+
+
+def lp_names_in(text: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+
+
+@pytest.mark.parametrize("where", ["datacenter", "overlay_gpu"])
+def test_a_long_id_solves_to_the_same_answer_with_bounded_lp_names(cli, tmp_path, where):
+    """The issue's 50-character datacenter id and 95-character overlay GPU id ended in
+    PuLP's 'Variable names too long'. An id is a name: the answer under a long one is the
+    answer under the short one, and every name in the LP dump fits PuLP's limit."""
+    short = solve_json(cli, tmp_path, TINY)
+    if where == "datacenter":
+        long_out = solve_json(cli, tmp_path, renamed(TINY, "dc_a", LONG_DC))
+    else:
+        overlay_gpu(tmp_path / "cat", "l40s", LONG_GPU)
+        scenario = renamed(TINY, "l40s", LONG_GPU)
+        long_out = solve_json(cli, tmp_path, scenario, "--catalog-dir", "cat")
+    assert answer_figures(long_out) == answer_figures(short)
+    names = lp_names_in((tmp_path / "plan.lp").read_text())
+    assert max(map(len, names)) <= PULP_LP_NAME_CHARS
+    assert any(n.startswith("instances_of_") for n in names)  # the dump still reads
+
+
+def test_lp_names_are_bounded_and_unique_for_any_id_length():
+    """Every name formulate and the elastic copy build fits PuLP's limit at ids of up to
+    5,000 characters, and distinct ids (even sharing a long prefix, or a kept id that
+    looks like a shortened one) never share a name."""
+    ids = ["dc_a", "a" * 20, "a" * 21, "a" * 22, "a" * 500 + "x", "a" * 500 + "y", "b" * 5000]
+    ids.append(lp_names.short_id("a" * 21))  # a 21-character id spelled like a short form
+    shorts = [lp_names.short_id(i) for i in ids]
+    assert len(set(shorts)) == len(ids)
+    assert lp_names.short_id("dc_a") == "dc_a"  # the catalog's and the usual ids read whole
+    assert lp_names.short_id("rtx_pro_6000_server") == "rtx_pro_6000_server"
+    longest_role = "relay_decode"
+    for dc in ids:
+        for gpu in ids:
+            candidate = lp_names.candidate_name(longest_role, dc, gpu, 4096)
+            names = [
+                f"instances_of_{candidate}",
+                f"{candidate}_is_the_type_chosen_for_its_role",
+                f"only_the_chosen_type_of_{candidate}",
+                lp_names.shortfall_var(lp_names.availability_constraint(gpu, dc)),
+                lp_names.shortfall_var(lp_names.spending_constraint(dc)),
+                lp_names.shortfall_var(lp_names.power_constraint(dc)),
+                lp_names.lines_var(gpu),
+            ]
+            assert max(map(len, names)) <= PULP_LP_NAME_CHARS, names
