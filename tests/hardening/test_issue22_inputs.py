@@ -109,3 +109,63 @@ def test_lp_names_are_bounded_and_unique_for_any_id_length():
                 lp_names.lines_var(gpu),
             ]
             assert max(map(len, names)) <= PULP_LP_NAME_CHARS, names
+
+
+# ---- point 9b: catalog figures below their physical floor ---------------------------------
+
+FLOORS = {  # a hundredth of the slowest shipped GPU; an efficiency a hundredth of the datasheet
+    "hbm_tbyte_per_s": 0.008,
+    "scale_up_gbyte_per_s_per_direction": 0.3,
+    "scale_out_gbit_per_s_per_gpu": 2,
+    "bf16_mfu_frac": 0.01,
+    "hbm_efficiency_frac": 0.01,
+}
+
+
+def test_the_floors_refuse_no_shipped_gpu():
+    """A bandwidth's floor is at most a hundredth of the slowest shipped GPU's (the compute
+    floor's rule), an efficiency's at most a tenth of the least shipped one."""
+    entries = [yaml.safe_load(p.read_text()) for p in (catalog_dir() / "gpus").glob("*.yaml")]
+    for key, floor in FLOORS.items():
+        slowest = min(e[key]["value"] for e in entries)
+        assert floor <= slowest / (10 if key.endswith("_frac") else 100), (key, floor, slowest)
+
+
+@pytest.mark.parametrize("key", sorted(FLOORS))
+def test_a_figure_below_its_floor_is_one_error_line(cli, tmp_path, key):
+    """1e-300 overflowed in plan/bounds.py (a traceback); it names file, key, value, range."""
+    overlay_gpu(tmp_path / "cat", "h100_sxm", "h100_sxm", **{key: 1e-300})
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(TINY))
+    done = cli("--catalog-dir", "cat", "solve", "s.yaml")
+    errors = [x for x in done.stderr.splitlines() if not x.startswith("note: ")]
+    top = "1" if key.endswith("_frac") else "1e+09"
+    where = tmp_path / "cat" / "gpus" / "h100_sxm.yaml"
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    expected = f"a number >= {FLOORS[key]:g} and <= {top}"
+    assert errors == [f"error: {where}: {key}.value: found 1e-300; expected {expected}"]
+
+
+def test_every_gpu_at_every_floor_together_answers_without_overflow(cli, tmp_path):
+    """The slowest GPU the loader accepts (every figure at its floor, compute included) is
+    planned: no plan meets the SLA (exit 3, named), and a plan on it is evaluated (exit 0)
+    with finite, positive latencies."""
+    floors = {**FLOORS, "bf16_dense_tflop_per_s": 1, "fp8_dense_tflop_per_s": 1}
+    for gpu in ("h100_sxm", "l40s"):
+        overlay_gpu(tmp_path / "cat", gpu, gpu, **floors)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(TINY))
+    solved = cli("--catalog-dir", "cat", "solve", "s.yaml")
+    assert_no_traceback(solved)
+    assert solved.returncode == 3, solved.stderr
+    plan = {"plan": {"architecture": "colocated", "instances": [
+        {"role": "colocated", "datacenter": "dc_a", "gpu": "h100_sxm", "gpus_per_instance": 2,
+         "count": 2}]}}  # fmt: skip
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(plan))
+    # a prefill takes hours at these floors: one request a day keeps the queue stable
+    slow = {**TINY, "workload": {**TINY["workload"], "arrival_rate_per_s": 1e-5}}
+    (tmp_path / "slow.yaml").write_text(yaml.safe_dump(slow))
+    done = cli("--catalog-dir", "cat", "evaluate", "slow.yaml", "p.yaml", "--format", "json")
+    assert_no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads(done.stdout)["metrics"]
+    for figure in ("ttft_s", "tpot_s"):
+        assert all(0 < v < float("inf") for v in metrics[figure].values()), metrics[figure]
