@@ -17,7 +17,7 @@ import yaml
 
 from pdd_plan.loaders.catalog import catalog_dir
 from pdd_plan.plan import lp_names
-from tests.hardening.conftest import TINY, assert_no_traceback
+from tests.hardening.conftest import TINY, assert_no_traceback, assert_one_error_line
 
 LONG_DC = "d" * 50  # the issue's datacenter id
 LONG_GPU = "g" * 95  # the issue's overlay GPU id
@@ -169,3 +169,43 @@ def test_every_gpu_at_every_floor_together_answers_without_overflow(cli, tmp_pat
     metrics = json.loads(done.stdout)["metrics"]
     for figure in ("ttft_s", "tpot_s"):
         assert all(0 < v < float("inf") for v in metrics[figure].values()), metrics[figure]
+
+
+# ---- point 12c: model import's weight dtype ---------------------------------------------
+
+LLAMA_CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+    "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+    "intermediate_size": 4096, "vocab_size": 32000,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("key", ["torch_dtype", "dtype"])
+@pytest.mark.parametrize("value", ["abc", 0, -1, True, ["bfloat16"]])
+def test_an_unknown_checkpoint_dtype_is_refused(cli, tmp_path, key, value):
+    """`torch_dtype: "abc"`, 0 or -1 became bf16 weights, silently: one line naming the
+    config and the key, nothing written."""
+    (tmp_path / "config.json").write_text(json.dumps({**LLAMA_CONFIG, key: value}))
+    done = cli("model", "import", "config.json", "--id", "mine", "-o", "mine.yaml")
+    line = assert_one_error_line(done, 2, "config.json", f"{key}: found ", "a torch dtype")
+    assert "absent: bf16" in line  # what a config without one gets
+    assert not (tmp_path / "mine.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("dtypes", "weights"),
+    [
+        ({}, "bf16"),  # absent: the documented default
+        ({"torch_dtype": "bfloat16"}, "bf16"),
+        ({"torch_dtype": "float32"}, "bf16"),  # served in 16 bits
+        ({"dtype": "float16"}, "bf16"),
+        ({"torch_dtype": "float8_e4m3fn"}, "fp8"),
+        ({"torch_dtype": "float32", "dtype": "float8_e4m3fn"}, "fp8"),  # `dtype` governs
+    ],
+)
+def test_a_known_checkpoint_dtype_sets_the_weights(cli, tmp_path, dtypes, weights):
+    (tmp_path / "config.json").write_text(json.dumps({**LLAMA_CONFIG, **dtypes}))
+    done = cli("model", "import", "config.json", "--id", "mine", "-o", "mine.yaml")
+    assert done.returncode == 0, done.stderr
+    entry = yaml.safe_load((tmp_path / "mine.yaml").read_text())
+    assert (entry["weight_dtype"], entry["expert_weight_dtype"]) == (weights, weights)
