@@ -5,6 +5,9 @@ planner, and outputs that varied or went where they should not.
   (plan/lp_names.py), and renaming an id changes no figure of the answer.
 - GPU catalog figures have physical floors (loaders/catalog.py): below one, one error line;
   at every floor together, an answer, never an overflow.
+- `model import` refuses a checkpoint dtype torch does not name (it became bf16).
+- `--plot` refuses standard output, saying why; `sweep` draws no bar on a stderr that is no
+  terminal unless forced; the same trace or sweep gives the same figure bytes.
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ import yaml
 
 from pdd_plan.loaders.catalog import catalog_dir
 from pdd_plan.plan import lp_names
-from tests.hardening.conftest import TINY, assert_no_traceback, assert_one_error_line
+from tests.hardening.conftest import (
+    TINY,
+    assert_no_traceback,
+    assert_one_error_line,
+)
 
 LONG_DC = "d" * 50  # the issue's datacenter id
 LONG_GPU = "g" * 95  # the issue's overlay GPU id
@@ -209,3 +216,38 @@ def test_a_known_checkpoint_dtype_sets_the_weights(cli, tmp_path, dtypes, weight
     assert done.returncode == 0, done.stderr
     entry = yaml.safe_load((tmp_path / "mine.yaml").read_text())
     assert (entry["weight_dtype"], entry["expert_weight_dtype"]) == (weights, weights)
+
+
+# ---- point 12d-f: the plot option, progress on a pipe, identical outputs -------------------
+
+BAR_GLYPH = "━"  # rich's bar: on stderr only where a bar is drawn
+
+
+def hashed_trace(path) -> None:
+    """A Mooncake trace with prefix hashes (what --plot needs): 60 requests, 10 a second."""
+    rows = [
+        {"timestamp": 100 * i, "input_length": 1024, "output_length": 10,
+         "hash_ids": [i % 7, (3 * i) % 11]}
+        for i in range(60)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.mark.parametrize("extra", [(), ("--format", "json")])
+def test_sweep_draws_no_progress_on_a_pipe(cli, tmp_path, extra):
+    """`sweep | head -1` printed the bar's last frame to a stderr that is no terminal."""
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(TINY))
+    done = cli("sweep", "s.yaml", "--vary", "workload.arrival_rate_per_s=1,2", "--jobs", "1",
+               *extra)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert BAR_GLYPH not in done.stderr and "sweep (" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("option", "env"), [("--progress", ""), ("", "1")])
+def test_sweep_draws_its_bar_when_forced(cli, tmp_path, option, env):
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(TINY))
+    args = ["sweep", "s.yaml", "--vary", "workload.arrival_rate_per_s=1,2", "--jobs", "1"]
+    done = cli(*args, *([option] if option else []), PDD_PLAN_PROGRESS=env)
+    assert done.returncode == 0, done.stderr
+    assert "sweep (1 process)" in done.stderr and "2/2" in done.stderr
+    assert BAR_GLYPH in done.stderr
