@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import pytest
 import yaml
@@ -24,6 +25,8 @@ from tests.hardening.conftest import (
     TINY,
     assert_no_traceback,
     assert_one_error_line,
+    cli_command,
+    cli_env,
 )
 
 LONG_DC = "d" * 50  # the issue's datacenter id
@@ -231,6 +234,29 @@ def hashed_trace(path) -> None:
         for i in range(60)
     ]  # fmt: skip
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_plot_to_stdout_is_refused_saying_why(cli, tmp_path):
+    """`-` is stdout for the text outputs; a plot is not written there (its format comes
+    from its name, and the summary is printed there): the refusal says so, and nothing
+    reaches stdout."""
+    hashed_trace(tmp_path / "t.jsonl")
+    done = cli("trace", "analyze", "t.jsonl", "--plot", "-")
+    line = assert_one_error_line(done, 2, "--plot", "'-'", "standard output")
+    assert "never written to standard output" in line
+    assert done.stdout == ""
+
+
+def test_a_plot_named_as_the_file_stdout_goes_to_is_refused(tmp_path):
+    """`--plot x.svg > x.svg` wrote the summary and the image into one file."""
+    hashed_trace(tmp_path / "t.jsonl")
+    target = tmp_path / "x.svg"
+    with open(target, "w") as stdout:
+        done = subprocess.run([*cli_command(), "trace", "analyze", "t.jsonl", "--plot", "x.svg"],
+                              cwd=tmp_path, env=cli_env(), stdout=stdout, stderr=subprocess.PIPE,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert done.returncode == 2 and "never written to standard output" in done.stderr
+    assert target.read_text() == ""
 
 
 @pytest.mark.parametrize("extra", [(), ("--format", "json")])
