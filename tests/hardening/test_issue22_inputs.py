@@ -277,3 +277,30 @@ def test_sweep_draws_its_bar_when_forced(cli, tmp_path, option, env):
     assert done.returncode == 0, done.stderr
     assert "sweep (1 process)" in done.stderr and "2/2" in done.stderr
     assert BAR_GLYPH in done.stderr
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".png"])
+def test_the_trace_plot_is_the_same_bytes_for_the_same_trace(cli, tmp_path, suffix):
+    """Random clip-path ids and the date made two runs differ."""
+    hashed_trace(tmp_path / "t.jsonl")
+    for name in ("a", "b"):
+        done = cli("trace", "analyze", "t.jsonl", "--plot", name + suffix)
+        assert done.returncode == 0, done.stderr
+    first, second = ((tmp_path / n).with_suffix(suffix).read_bytes() for n in ("a", "b"))
+    assert first == second
+    if suffix == ".svg":
+        assert b"clip-path" in first and b"<dc:date>" not in first
+
+
+def test_the_sweeps_plots_are_the_same_bytes_for_the_same_sweep(cli, tmp_path):
+    """Every figure a sweep writes (SVG and PNG): only sweep.csv, sweep.json and run.json
+    carry the wall times, which are measurements."""
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(TINY))
+    for out in ("one", "two"):
+        done = cli("sweep", "s.yaml", "--vary", "workload.arrival_rate_per_s=1,2", "--jobs", "1",
+                   "--out", out)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    figures = sorted(p.name for p in (tmp_path / "one").iterdir() if p.suffix in (".svg", ".png"))
+    assert figures
+    for name in figures:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
