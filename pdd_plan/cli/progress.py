@@ -1,5 +1,5 @@
-"""Progress bars on stderr for the long commands (#14 item 13): `report`, `solve --report`
-and `simulate`.
+"""Progress bars on stderr for the long commands (#14 item 13): `report`, `solve --report`,
+`simulate` and `sweep` (its own bar, with the points' ETA: sweep_cmd.py).
 
 The layers below the CLI know nothing of rich: they take a callback
 `progress(stage, done, total)` and call it as each stage moves (a stage is finished when
@@ -47,6 +47,12 @@ def wanted(option: bool | None, json_output: bool = False) -> bool:
     return not json_output and sys.stderr.isatty()
 
 
+def forced(option: bool | None) -> bool:
+    """Whether bars are asked for whatever stderr is (`--progress`, PDD_PLAN_PROGRESS=1):
+    then drawn as on a terminal, since rich would otherwise print only the last frame."""
+    return option is True or os.environ.get(PROGRESS_ENV, "").strip() == "1"
+
+
 class Bars:
     """One rich bar per stage, created when the stage is first reported."""
 
@@ -89,7 +95,7 @@ def bars(option: bool | None, json_output: bool = False) -> Iterator[Bars | None
     if not wanted(option, json_output):
         yield None
         return
-    b = Bars(forced=option is True or os.environ.get(PROGRESS_ENV, "").strip() == "1")
+    b = Bars(forced=forced(option))
     b.progress.start()
     try:
         yield b

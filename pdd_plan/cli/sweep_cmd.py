@@ -12,6 +12,7 @@ from pdd_plan import __version__
 from pdd_plan.cli.bounds import jobs_option, time_limit_option
 from pdd_plan.cli.output import Format, check_architecture, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.cli.progress import forced, progress_option, wanted
 from pdd_plan.report.files import write_folder
 
 VARY_HELP = (
@@ -22,7 +23,9 @@ VARY_HELP = (
 )
 
 
-def _progress(total: int, label: str):
+def _progress(label: str, shown: bool, force: bool):
+    """The sweep's bar on stderr; `shown` False draws nothing, not even a last frame (a
+    pipe's reader, `sweep | head -1`, gets no bar: cli/progress.wanted)."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -41,8 +44,9 @@ def _progress(total: int, label: str):
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
-        console=Console(stderr=True),
+        console=Console(stderr=True, force_terminal=force or None),
         transient=False,
+        disable=not shown,
     )
 
 
@@ -52,17 +56,25 @@ def _workers(jobs: int, executor: str, ray_address: str | None) -> str:
     return f"{jobs} process{'es' if jobs > 1 else ''}"
 
 
-def run_with_progress(sweep, jobs: int, journal=None, done=None, executor: str = "local",
-                      ray_address: str | None = None) -> tuple[list[dict], float]:  # fmt: skip
-    """The sweep's rows with a progress bar (and ETA) on stderr, and the wall time. Each
-    new row goes to `journal` as it ends; the rows in `done` (resumed) count as done."""
+def run_with_progress(
+    sweep,
+    jobs: int,
+    journal=None,
+    done=None,
+    executor: str = "local",
+    ray_address: str | None = None,
+    bar: tuple[bool, bool] = (False, False),
+) -> tuple[list[dict], float]:
+    """The sweep's rows with a progress bar (and ETA) on stderr where `bar` (shown, forced)
+    says, and the wall time. Each new row goes to `journal` as it ends; the rows in `done`
+    (resumed) count as done."""
     from pdd_plan import sweep as sw
     from pdd_plan.sweep_journal import as_stored
 
     done = done or {}
     start = time.perf_counter()
     failed = sum(r["status"] not in sw.OK_STATUSES for r in done.values())
-    with _progress(len(sweep.points), _workers(jobs, executor, ray_address)) as progress:
+    with _progress(_workers(jobs, executor, ray_address), *bar) as progress:
         task = progress.add_task("points", total=len(sweep.points), failed=failed,
                                  completed=len(done))  # fmt: skip
 
@@ -207,6 +219,7 @@ def sweep(
         False, "--resume", help="with --out: skip the points an interrupted run finished"
     ),
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    progress: bool = progress_option(),
 ) -> None:
     """Solve (or evaluate a plan) at every point of a grid of scenario values."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
@@ -226,7 +239,8 @@ def sweep(
         typer.echo(f"note: {note}", err=True)
     journal, done = _journal(out, spec, catalog, resume) if out else (None, {})
     try:
-        rows, wall_s = run_with_progress(spec, jobs, journal, done, executor, ray_address)
+        bar = (wanted(progress, format is Format.json), forced(progress))
+        rows, wall_s = run_with_progress(spec, jobs, journal, done, executor, ray_address, bar)
     finally:
         if journal is not None:
             journal.close()

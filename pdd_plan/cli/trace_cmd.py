@@ -13,7 +13,7 @@ from pdd_plan.cli.output import Format, print_json
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.trace_print import NOT_COMPUTED, print_result
 from pdd_plan.errors import InputError
-from pdd_plan.report.files import write_atomic
+from pdd_plan.report.files import standard_stream, write_atomic
 
 app = typer.Typer(help="Analyse request traces (Mooncake JSONL, Azure CSV).", no_args_is_help=True)
 
@@ -43,6 +43,15 @@ def _to_blocks(capacity: int | None, unit: str, block_tokens: int) -> int | None
     return capacity if capacity is None or unit == "blocks" else capacity // block_tokens
 
 
+PLOT_FILE = "a file name ending .svg or .png"
+# `-` is stdout for the text outputs, but not for the plot: its format comes from the file's
+# name, and an image would land in the middle of the summary printed there
+PLOT_NOT_STDOUT = (
+    " (a plot is never written to standard output: its format comes from the name, and the "
+    "summary is printed there)"
+)
+
+
 def _check_options(unit: str, dist: str, block_tokens: int, plot: str | None, scenario_out, base):
     checks = [
         ("--cache-unit", unit, ("tokens", "blocks")),
@@ -55,10 +64,11 @@ def _check_options(unit: str, dist: str, block_tokens: int, plot: str | None, sc
         raise InputError.single(
             "command line", "--block-tokens", str(block_tokens), "an integer >= 1"
         )
-    if plot and Path(plot).suffix.lower() not in (".svg", ".png"):
-        raise InputError.single(
-            "command line", "--plot", repr(plot), "a file name ending .svg or .png"
-        )
+    if plot is not None and standard_stream(plot) is not None:
+        found = f"{plot!r}, standard output"
+        raise InputError.single("command line", "--plot", found, PLOT_FILE + PLOT_NOT_STDOUT)
+    if plot is not None and Path(plot).suffix.lower() not in (".svg", ".png"):
+        raise InputError.single("command line", "--plot", repr(plot), PLOT_FILE)
     if base and not scenario_out:
         raise InputError.single("command line", "--base", repr(base), "--base with --scenario-out")
 

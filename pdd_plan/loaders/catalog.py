@@ -74,7 +74,24 @@ _FRACTION_FIELDS = {k for k in GPU_FIELDS if k.endswith("_frac")}
 # it (10 MFLOP/s) a decode step takes days and evaluate's percentile search, which
 # brackets steps up to 1e6 s, failed with a traceback; a typo (0.001 for 1000) it stops.
 MIN_DENSE_TFLOP_PER_S = 1.0
-_FLOOR = {k: MIN_DENSE_TFLOP_PER_S for k in GPU_FIELDS if k.endswith("_dense_tflop_per_s")}
+# The bandwidths by the same rule, a hundredth of the slowest shipped GPU rounded down to one
+# figure: HBM 0.008 TB/s (L20: 0.864; a 2016 P100 PCIe had 0.732), scale-up 0.3 GB/s per
+# direction (L20's PCIe 4.0 x16: 32), scale-out 2 Gbit/s (A100: 200). An efficiency (a
+# fraction of the datasheet the engine reaches) at least a hundredth of it: the least
+# shipped is 0.47. At 1e-300 a prefill or step took 1e300 s and its square overflowed
+# (plan/bounds.py, a traceback); at these floors together every figure stays finite
+# (tests/hardening/test_issue22_inputs.py).
+MIN_HBM_TBYTE_PER_S = 0.008
+MIN_SCALE_UP_GBYTE_PER_S = 0.3
+MIN_SCALE_OUT_GBIT_PER_S = 2.0
+MIN_EFFICIENCY_FRAC = 0.01
+_FLOOR = {
+    **{k: MIN_DENSE_TFLOP_PER_S for k in GPU_FIELDS if k.endswith("_dense_tflop_per_s")},
+    **{k: MIN_EFFICIENCY_FRAC for k in GPU_FIELDS if k.endswith(("_mfu_frac", "_efficiency_frac"))},
+    "hbm_tbyte_per_s": MIN_HBM_TBYTE_PER_S,
+    "scale_up_gbyte_per_s_per_direction": MIN_SCALE_UP_GBYTE_PER_S,
+    "scale_out_gbit_per_s_per_gpu": MIN_SCALE_OUT_GBIT_PER_S,
+}
 _INTEGER_FIELDS = {"scale_up_domain_gpus", "gpus_per_node"}
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from pdd_plan.errors import Problem
 from pdd_plan.loaders.strict import describe
+from pdd_plan.loaders.suggest import did_you_mean
 
 ARCHITECTURE_KEY = re.compile(
     r"(attn|attention|linear|lora|compress|window|layer_types|layer_pattern|index_|expert|"
@@ -120,7 +121,9 @@ def run_length(per_layer: list[tuple[str, str]]) -> list[dict]:
 
 
 def weight_dtypes(c: Config, text: dict) -> tuple[str, str]:
-    """(dense, routed-expert) weight dtype from the quantisation config."""
+    """(dense, routed-expert) weight dtype from the quantisation config, else the
+    checkpoint's dtype (checked either way)."""
+    served = served_dtype(c)
     q = c.opt("quantization_config", kind=dict) or {}
     method = q.get("quant_method")
     expert = c.opt("expert_dtype", kind=str)
@@ -140,6 +143,45 @@ def weight_dtypes(c: Config, text: dict) -> tuple[str, str]:
         ignored = " ".join(map(str, ignore)) if isinstance(ignore, list) else ""
         dense = "bf16" if "self_attn" in ignored else quant
         return dense, quant
-    c.opt("torch_dtype")
-    c.opt("dtype")
-    return "bf16", expert or "bf16"
+    return served, expert or served
+
+
+# A config's checkpoint dtype as torch names it -> what the weights serve in. Wider
+# checkpoints serve in 16 bits (the catalog's bf16: vLLM's `auto` serves float32 in 16-bit),
+# 8-bit float ones in fp8. Absent: bf16, the dtype of nearly every published checkpoint.
+TORCH_DTYPES = {
+    "bfloat16": "bf16",
+    "float16": "bf16",
+    "half": "bf16",
+    "float32": "bf16",
+    "float": "bf16",
+    "float64": "bf16",
+    "double": "bf16",
+    "auto": "bf16",
+    "float8_e4m3fn": "fp8",
+    "float8_e4m3fnuz": "fp8",
+    "float8_e5m2": "fp8",
+    "float8_e5m2fnuz": "fp8",
+}
+DEFAULT_SERVED_DTYPE = "bf16"
+DTYPE_KEYS = ("dtype", "torch_dtype")  # transformers 4.56 writes `dtype`, older `torch_dtype`
+
+
+def served_dtype(c: Config) -> str:
+    """The weights' dtype from `dtype` (which governs, as in transformers) or `torch_dtype`;
+    bf16 when neither is given. A value torch does not name (`"abc"`, 0, -1; was read as
+    bf16) is a problem naming the key."""
+    found = []
+    for key in DTYPE_KEYS:
+        c.used.add(key)
+        value = c.data.get(key)
+        if value is None:
+            continue
+        name = value.removeprefix("torch.") if isinstance(value, str) else None
+        if name in TORCH_DTYPES:
+            found.append(TORCH_DTYPES[name])
+            continue
+        expected = f"a torch dtype ({', '.join(TORCH_DTYPES)}; absent: {DEFAULT_SERVED_DTYPE})"
+        hint = did_you_mean(value, TORCH_DTYPES) if isinstance(value, str) else ""
+        c.wrong.append(Problem(c.file, c.prefix + key, describe(value), expected, hint))
+    return found[0] if found else DEFAULT_SERVED_DTYPE

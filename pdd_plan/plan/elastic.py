@@ -22,6 +22,7 @@ from pdd_plan.errors import InfeasibleError
 from pdd_plan.model.deployment import Deployment, RoutingPolicy
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import request_classes
+from pdd_plan.plan import lp_names as nm
 from pdd_plan.plan import milp_seeds as ms
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.formulate import HIGHS_OPTIONS, Formulation, formulate
@@ -52,9 +53,7 @@ class Family:
 def families(scenario: Scenario, demands) -> dict[str, Family]:
     """Constraint name (as formulate.py writes it) -> its family."""
     out = {
-        f"{role}_capacity_covers_its_demand": Family(
-            "capacity", f"{role} capacity", "req/s", cover=True
-        )
+        nm.capacity_constraint(role): Family("capacity", f"{role} capacity", "req/s", cover=True)
         for role in demands
     }
     out["line_capacity_covers_the_wan_bytes"] = Family(
@@ -63,14 +62,12 @@ def families(scenario: Scenario, demands) -> dict[str, Family]:
     out["lines_within_the_allowed_count"] = Family("line", "WAN lines", "lines")
     out["cost_within_the_budget"] = Family("budget", "cost", "$/h")
     for dc in scenario.datacenters:
-        out[f"spending_in_{dc.id}_within_its_budget"] = Family(
+        out[nm.spending_constraint(dc.id)] = Family(
             "budget", f"spending in {dc.id}", "$/h", where=(dc.id,)
         )
-        out[f"power_in_{dc.id}_within_its_budget_kw"] = Family(
-            "power", f"power in {dc.id}", "kW", where=(dc.id,)
-        )
+        out[nm.power_constraint(dc.id)] = Family("power", f"power in {dc.id}", "kW", where=(dc.id,))
         for offer in dc.gpus:
-            out[f"{offer.gpu}_in_{dc.id}_within_availability"] = Family(
+            out[nm.availability_constraint(offer.gpu, dc.id)] = Family(
                 "availability", f"{offer.gpu} in {dc.id}", "GPUs", where=(dc.id, offer.gpu)
             )
     return out
@@ -174,7 +171,7 @@ def elastic_copy(form: Formulation, fams: dict[str, Family]) -> tuple[pulp.LpPro
             prob += pulp.LpConstraint(lhs, c.sense, c.name, rhs(c))
             continue
         # the slack in the family's unit (Gbit/s, not bit/s) keeps coefficients in range
-        s = prob.add_variable(f"shortfall_of_{c.name}", 0)
+        s = prob.add_variable(nm.shortfall_var(c.name), 0)
         slacks[c.name] = s
         weight = COVER_PENALTY if fam.cover else LIMIT_PENALTY
         penalty.append(weight / max(abs(rhs(c)) / fam.scale, 1.0) * s)

@@ -1,7 +1,8 @@
 """The MILP: integer instances per candidate and lines per tier, linear capacities.
 
 Variable and constraint names read as sentences in an LP dump, e.g.
-`instances_of_prefill_dc_a_h100_sxm_x32`, `prefill_capacity_covers_its_demand`.
+`instances_of_prefill_dc_a_h100_sxm_x32`, `prefill_capacity_covers_its_demand`, and
+stay within an LP file's limits whatever the ids (lp_names.py).
 
 One GPU type and shape per role, except, with `policy.mixed_pools: true` (the default),
 in the role that finishes requests (main decode, IDC-PD's decode: model/mixed_pool.py),
@@ -25,6 +26,7 @@ from pdd_plan.model.hardware import LineTier
 from pdd_plan.model.mixed_pool import MIXABLE_ROLES
 from pdd_plan.model.placement import ACROSS_ROLES, BESIDE_ROLES
 from pdd_plan.model.scenario import Scenario
+from pdd_plan.plan import lp_names as nm
 from pdd_plan.plan.candidates import Candidate, RoleDemand
 from pdd_plan.units import HOURS_PER_MONTH
 
@@ -73,16 +75,13 @@ def formulate(
     minimise = demand_rps is not None and ratio_q is None
     prob = pulp.LpProblem(name, pulp.LpMinimize if minimise else pulp.LpMaximize)
     n = {
-        c.key: prob.add_variable(f"instances_of_{c.key}", 0, MAX_INSTANCES, cat="Integer")
+        c.key: prob.add_variable(nm.instances_var(c), 0, MAX_INSTANCES, cat="Integer")
         for c in usable
     }
-    y = {
-        c.key: prob.add_variable(f"{c.key}_is_the_type_chosen_for_its_role", cat="Binary")
-        for c in usable
-    }
+    y = {c.key: prob.add_variable(nm.chosen_var(c), cat="Binary") for c in usable}
     crossing = wan_bits_per_request > 0
     leases = {
-        t: prob.add_variable(f"lines_of_{t}", 0, scenario.wan.max_lines, cat="Integer")
+        t: prob.add_variable(nm.lines_var(t), 0, scenario.wan.max_lines, cat="Integer")
         for t in (scenario.wan.tiers if crossing else ())
     }
     rate = (
@@ -99,14 +98,14 @@ def formulate(
         if all(math.isfinite(c.capacity_rps) for c in mine):  # inf: the role gets no tokens
             prob += (
                 pulp.lpSum(c.capacity_rps * n[c.key] for c in mine) >= demand.share * rate,
-                f"{role}_capacity_covers_its_demand",
+                nm.capacity_constraint(role),
             )
         one_type = not (scenario.policy.mixed_pools and role in MIXABLE_ROLES)
         if one_type:  # (else any candidates of the role may add up: the module's doc)
             prob += pulp.lpSum(y[c.key] for c in mine) <= 1, f"one_gpu_type_and_shape_for_{role}"
         prob += pulp.lpSum(n[c.key] for c in mine) >= 1, f"at_least_one_{role}_instance"
         for c in mine if one_type else ():
-            prob += n[c.key] <= MAX_INSTANCES * y[c.key], f"only_the_chosen_type_of_{c.key}"
+            prob += n[c.key] <= MAX_INSTANCES * y[c.key], nm.only_chosen_constraint(c)
     if crossing:
         cap = scenario.policy.utilization_cap_frac
         prob += (
@@ -138,18 +137,18 @@ def _inventory(prob, scenario: Scenario, usable: list[Candidate], n) -> None:
             if mine and offer.max_gpus is not None:
                 prob += (
                     pulp.lpSum(c.gpus_per_instance * n[c.key] for c in mine) <= offer.max_gpus,
-                    f"{offer.gpu}_in_{dc.id}_within_availability",
+                    nm.availability_constraint(offer.gpu, dc.id),
                 )
         here = [c for c in usable if c.datacenter == dc.id]
         if here and dc.power_budget_w is not None:
             prob += (
                 pulp.lpSum(c.power_w / 1e3 * n[c.key] for c in here) <= dc.power_budget_w / 1e3,
-                f"power_in_{dc.id}_within_its_budget_kw",
+                nm.power_constraint(dc.id),
             )
         if here and dc.budget_usd_per_hour is not None:
             prob += (
                 pulp.lpSum(c.price_usd_per_hour * n[c.key] for c in here) <= dc.budget_usd_per_hour,
-                f"spending_in_{dc.id}_within_its_budget",
+                nm.spending_constraint(dc.id),
             )
 
 

@@ -6,6 +6,12 @@ import io
 
 from pdd_plan.loaders.trace_analyze import TraceAnalysis
 
+# The same trace gives the same bytes: matplotlib draws clip-path and glyph ids at random
+# unless salted, and stamps an SVG with the date and both formats with its version
+# (report/plots.py does the same for the sweep's and the report's figures).
+SVG_HASH_SALT = "pdd-plan"
+FIXED_METADATA = {"svg": {"Date": None, "Creator": None}, "png": {"Software": None}}
+
 
 def hit_vs_capacity_figure(analysis: TraceAnalysis, suffix: str) -> bytes:
     """The figure's bytes in the format named by `suffix` (`.svg` or `.png`)."""
@@ -35,6 +41,8 @@ def hit_vs_capacity_figure(analysis: TraceAnalysis, suffix: str) -> bytes:
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format=suffix.lstrip("."), bbox_inches="tight")
+    fmt = suffix.lstrip(".")
+    with plt.rc_context({"svg.hashsalt": SVG_HASH_SALT}):  # ids from the content, not random
+        fig.savefig(buffer, format=fmt, bbox_inches="tight", metadata=FIXED_METADATA[fmt])
     plt.close(fig)
     return buffer.getvalue()

@@ -61,7 +61,7 @@ def both(tmp_path_factory):
     local = _sweep(base / "local")
     assert local.returncode == 0, local.stderr
     start = time.monotonic()
-    ray = _sweep(base / "ray", "--executor", "ray")
+    ray = _sweep(base / "ray", "--executor", "ray", "--progress")  # a pipe: forced
     print(f"ray sweep: {time.monotonic() - start:.1f} s")
     assert ray.returncode == 0, ray.stderr
     return base, local, ray
