@@ -44,12 +44,28 @@ NOT_INCLUDED = (
 )  # fmt: skip
 
 
+PURCHASE_KINDS = ("purchase", "cache_purchase")
+
+
 @dataclass(frozen=True)
 class Bill:
     rows: list[dict]
     total_hourly_usd: float
     total_one_time_usd: float
-    total_purchase_usd: float
+    total_purchase_usd: float  # the priced items only: see `unpriced`
+
+    def _bought(self, priced: bool) -> list[str]:
+        return sorted({r["item"] for r in self.rows if r["kind"] in PURCHASE_KINDS
+                       and (r.get("flag") != NO_PURCHASE_PRICE) == priced})  # fmt: skip
+
+    def priced(self) -> list[str]:
+        """The GPU types (and cache tiers) whose purchase price is sourced."""
+        return self._bought(True)
+
+    def unpriced(self) -> list[str]:
+        """Those without one: the purchase total leaves them out, so it is no price of the
+        whole plan while this is not empty (and none at all when nothing is priced)."""
+        return self._bought(False)
 
 
 def deployment_of(plan: dict, lines) -> Deployment:
