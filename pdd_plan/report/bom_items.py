@@ -76,11 +76,12 @@ def deployment_of(plan: dict, lines) -> Deployment:
                             g["count"]) for g in plan["instances"]),
         tuple(LineLease(x["tier"], lines[x["tier"]].capacity_bits_per_s, x["count"])
               for x in plan["lines"]),
-        RoutingPolicy(decode_cache=_cache_buy(plan.get("decode_cache"))),
+        RoutingPolicy(decode_cache=cache_buy(plan.get("decode_cache"))),
     )  # fmt: skip
 
 
-def _cache_buy(entry: dict | None) -> CacheBuy | None:
+def cache_buy(entry: dict | None) -> CacheBuy | None:
+    """A plan's `decode_cache` entry (deployment_json.plan_json) back as its CacheBuy."""
     if not entry:
         return None
     return CacheBuy(entry["tier"], entry["tb"], entry["price_usd_per_tb_month"])

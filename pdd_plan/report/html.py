@@ -13,7 +13,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from pdd_plan.report.choice_text import WHAT
+from pdd_plan.report.choice_text import WHAT, capped_note
 from pdd_plan.report.md_format import ARCH_NAMES
 from pdd_plan.units import HOURS_PER_MONTH
 
@@ -258,6 +258,9 @@ def _architecture_card(result: dict) -> str:
     what = "cost" if choice["objective"] == "min_cost" else WHAT[choice["objective"]][4:]
     how = f"{other} costs {choice['ratio']:.3g}x" if what == "cost" else (
         f"{choice['ratio']:.3g}x the {what} of {other}")  # fmt: skip
+    offered = (result.get("metrics") or {}).get("offered_rps")
+    if capped_note(choice, offered):  # not the ratio of the table's full BCR
+        how += ", as solve ranks (Summary)"
     return _card("architecture", f"{name} recommended", how)
 
 

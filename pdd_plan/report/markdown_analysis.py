@@ -30,13 +30,16 @@ def explain_section(data: dict) -> list[str]:
         "demand when it is cheap per request.",
     ]
     tried = solver.get("policies_tried") or []
+    relays = data["architecture"] == "pdd"  # the threshold and handoff route to the relay
     if tried:
-        out += ["", "Routing policies and utilisation caps tried:", ""]
+        out += ["", "Routing policies and utilisation caps tried:" if relays else
+                "Utilisation caps tried (the relay's threshold and handoff apply to PDD only):",
+                ""]  # fmt: skip
         out += table(
             ["hit-rate threshold", "handoff", "utilisation cap", "outcome"],
             [
-                [f"{a['rld_hit_threshold']:g}", a["handoff"], pct(a["utilization_cap_frac"]),
-                 a["outcome"]]
+                [f"{a['rld_hit_threshold']:g}" if relays else "-",
+                 a["handoff"] if relays else "-", pct(a["utilization_cap_frac"]), a["outcome"]]
                 for a in tried
             ],
         )  # fmt: skip
