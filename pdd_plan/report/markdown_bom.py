@@ -47,9 +47,9 @@ def _purchase_clause(b: Bill) -> str:
     if not unpriced:
         return f"buying instead: {total}"
     if not priced:
-        return f"buying instead: not priced ({NO_PURCHASE_PRICE} for {_names(unpriced)})"
-    return (f"buying instead: {total} for {_names(priced)} only; {_names(unpriced)} not priced "
-            f"({NO_PURCHASE_PRICE})")  # fmt: skip
+        return f"buying instead: not priced, {NO_PURCHASE_PRICE} for {_names(unpriced)}"
+    return (f"buying instead: {total} for {_names(priced)} only, {NO_PURCHASE_PRICE} for "
+            f"{_names(unpriced)}")  # fmt: skip
 
 
 def _purchase_total(b: Bill) -> str:
