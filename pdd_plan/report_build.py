@@ -239,7 +239,7 @@ def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Repo
                              run.drawer, started)  # fmt: skip
     if progress:
         progress(PLOTS_STAGE, 1, 1)
-    extra = (("Data behind the plots", plot_data(rows, plans)),)
+    extra = (("Data behind the plots", plot_data(rows, plans, s.objective.kind)),)
     html = render_html(markdown, result, page_figures(figures), "bathtub", extra)
     return Report(html, markdown, {f.name: (f.svg, png) for f, png in figures}, rows, plans)
 

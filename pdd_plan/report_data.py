@@ -151,7 +151,7 @@ def sizing_report_data(
         "compare": compared,
         "sensitivity": {"hit_rate_rule": HIT_RATE_RULE, "cases": cases},
         "explanation": explained,
-        "assumptions": applicable(s, catalog.model_for(s), architecture),
+        "assumptions": applicable(s, catalog.model_for(s), architecture, solved, catalog.gpus),
         "bom_header": header_facts(s, catalog, architecture),
         "bom": bill(solved["plan"], s, catalog) if solved.get("plan") else None,
     }

@@ -14,6 +14,7 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.model.deployment import Deployment, InstanceGroup, LineLease, RoutingPolicy
 from pdd_plan.model.evaluate import evaluate, prepare
 from pdd_plan.plan.scenario_edit import edited
+from pdd_plan.report.bom_items import cache_buy
 
 
 def deployment_from_json(plan: dict, catalog: Catalog) -> Deployment:
@@ -25,7 +26,9 @@ def deployment_from_json(plan: dict, catalog: Catalog) -> Deployment:
                             g["count"]) for g in plan["instances"]),
         tuple(LineLease(x["tier"], catalog.lines[x["tier"]].capacity_bits_per_s, x["count"])
               for x in plan["lines"]),
-        RoutingPolicy(p["rld_hit_threshold"], p["handoff"], p["short_output_cutoff"]),
+        # the cache tier the plan bought: without it a neighbour is another plan
+        RoutingPolicy(p["rld_hit_threshold"], p["handoff"], p["short_output_cutoff"],
+                      cache_buy(plan.get("decode_cache"))),
     )  # fmt: skip
 
 

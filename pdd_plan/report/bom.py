@@ -86,9 +86,13 @@ def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str
 def total_rows(b: Bill) -> list[dict]:
     """The three totals, and the hourly cost if the nodes were bought (when every GPU type
     has a sourced purchase price)."""
-    unpriced = sorted({r["item"] for r in b.rows if r["flag"] == NO_PURCHASE_PRICE})
+    unpriced = b.unpriced()
     priced = " (GPU types with a sourced purchase price only; "
     priced += f"{NO_PURCHASE_PRICE} for {', '.join(unpriced)})" if unpriced else "all priced)"
+    purchase: dict = {"purchase_usd": b.total_purchase_usd,
+                      "note": "buying the ordered nodes' GPUs" + priced}  # fmt: skip
+    if unpriced and not b.priced():  # nothing to add up: an empty cell, not a price of $0
+        purchase = {"note": f"not priced: {NO_PURCHASE_PRICE} for {', '.join(unpriced)}"}
     hourly = b.total_hourly_usd
     out = [
         {"kind": "total", "item": "total_hourly", "cost_usd_per_hour": hourly,
@@ -97,8 +101,7 @@ def total_rows(b: Bill) -> list[dict]:
          "note": "rows counted in total_hourly: the answer's cost_usd_per_hour"},
         {"kind": "total", "item": "total_one_time", "one_time_usd": b.total_one_time_usd,
          "note": "line installation, paid once"},
-        {"kind": "total", "item": "total_purchase", "purchase_usd": b.total_purchase_usd,
-         "note": "buying the ordered nodes' GPUs" + priced},
+        {"kind": "total", "item": "total_purchase", **purchase},
     ]  # fmt: skip
     if not unpriced:
         bought = sum(r["cost_usd_per_hour"] for r in b.rows if r["kind"] == "purchase")

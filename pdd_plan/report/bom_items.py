@@ -44,12 +44,28 @@ NOT_INCLUDED = (
 )  # fmt: skip
 
 
+PURCHASE_KINDS = ("purchase", "cache_purchase")
+
+
 @dataclass(frozen=True)
 class Bill:
     rows: list[dict]
     total_hourly_usd: float
     total_one_time_usd: float
-    total_purchase_usd: float
+    total_purchase_usd: float  # the priced items only: see `unpriced`
+
+    def _bought(self, priced: bool) -> list[str]:
+        return sorted({r["item"] for r in self.rows if r["kind"] in PURCHASE_KINDS
+                       and (r.get("flag") != NO_PURCHASE_PRICE) == priced})  # fmt: skip
+
+    def priced(self) -> list[str]:
+        """The GPU types (and cache tiers) whose purchase price is sourced."""
+        return self._bought(True)
+
+    def unpriced(self) -> list[str]:
+        """Those without one: the purchase total leaves them out, so it is no price of the
+        whole plan while this is not empty (and none at all when nothing is priced)."""
+        return self._bought(False)
 
 
 def deployment_of(plan: dict, lines) -> Deployment:
@@ -60,11 +76,12 @@ def deployment_of(plan: dict, lines) -> Deployment:
                             g["count"]) for g in plan["instances"]),
         tuple(LineLease(x["tier"], lines[x["tier"]].capacity_bits_per_s, x["count"])
               for x in plan["lines"]),
-        RoutingPolicy(decode_cache=_cache_buy(plan.get("decode_cache"))),
+        RoutingPolicy(decode_cache=cache_buy(plan.get("decode_cache"))),
     )  # fmt: skip
 
 
-def _cache_buy(entry: dict | None) -> CacheBuy | None:
+def cache_buy(entry: dict | None) -> CacheBuy | None:
+    """A plan's `decode_cache` entry (deployment_json.plan_json) back as its CacheBuy."""
     if not entry:
         return None
     return CacheBuy(entry["tier"], entry["tb"], entry["price_usd_per_tb_month"])

@@ -13,7 +13,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from pdd_plan.report.choice_text import WHAT
+from pdd_plan.report.choice_text import WHAT, capped_note
 from pdd_plan.report.md_format import ARCH_NAMES
 from pdd_plan.units import HOURS_PER_MONTH
 
@@ -258,6 +258,9 @@ def _architecture_card(result: dict) -> str:
     what = "cost" if choice["objective"] == "min_cost" else WHAT[choice["objective"]][4:]
     how = f"{other} costs {choice['ratio']:.3g}x" if what == "cost" else (
         f"{choice['ratio']:.3g}x the {what} of {other}")  # fmt: skip
+    offered = (result.get("metrics") or {}).get("offered_rps")
+    if capped_note(choice, offered):  # not the ratio of the table's full BCR
+        how += ", as solve ranks (Summary)"
     return _card("architecture", f"{name} recommended", how)
 
 
@@ -274,6 +277,14 @@ def _prefix_ids(svg: str, prefix: str) -> str:
     return re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
 
 
+def _numbers(figures: list[Figure], titles: list[str], first: str | None) -> dict[str, int]:
+    """Figure numbers in the order a reader meets them: the `first` beside the Summary,
+    then each section's in turn."""
+    shown = [f.name for f in figures if f.name == first]
+    shown += [f.name for t in titles for f in figures if f.section == t and f.name != first]
+    return {name: n for n, name in enumerate(shown, 1)}
+
+
 def render_html(
     markdown: str,
     result: dict,
@@ -287,8 +298,8 @@ def render_html(
     head, sections = markdown_sections(markdown)
     title = head[0].lstrip("#").strip() if head else "Sizing report"
     lead = blocks_html(head[1:])
-    numbered = {f.name: n for n, f in enumerate(figures, 1)}
     sections += list(extra)
+    numbered = _numbers(figures, [t for t, _ in sections], first)
     toc = "".join(f'<li><a href="#{slug(t)}">{inline(t)}</a></li>' for t, _ in sections)
     parts = [f"<h1>{inline(title)}</h1>", f'<div class="lead">{lead}</div>', key_figures(result)]
     for n, (t, lines) in enumerate(sections):

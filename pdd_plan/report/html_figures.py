@@ -4,6 +4,8 @@ TTFT P99), their captions and the data behind them, from the rows and plans
 
 from __future__ import annotations
 
+import math
+
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY
@@ -106,10 +108,16 @@ def tornado_spec(s, result, rows, catalog, architecture) -> tuple:
                         metric_name, "price x0.8", "price x1.2"), SECTION_CASES)  # fmt: skip
 
 
+def pareto_points(plans: list[dict]) -> list[tuple[float, float, str, bool]]:
+    """(TTFT P99 s, cost $/h, label, SLA met) of each evaluated plan: the one list both the
+    cost/TTFT plot and its table (`plot_data`) read."""
+    return [(p["metrics"]["ttft_s"]["p99"], p["metrics"]["cost_usd_per_hour"], p["label"],
+             bool(p["metrics"]["sla_met"])) for p in plans]  # fmt: skip
+
+
 def pareto_spec(plans: list[dict]) -> tuple:
     """The cost/TTFT plot's (name, arguments, section), from its evaluated plans."""
-    return ("pareto", ([(p["metrics"]["ttft_s"]["p99"], p["metrics"]["cost_usd_per_hour"],
-                         p["label"]) for p in plans], "this plan"), SECTION_COMPARE)  # fmt: skip
+    return ("pareto", (pareto_points(plans), "this plan"), SECTION_COMPARE)
 
 
 def report_figures(s, result, rows, plans, rdata, catalog, architecture, png=True,
@@ -165,10 +173,22 @@ def _md_row(cells) -> str:
     return "| " + " | ".join(cell(c) for c in cells) + " |"
 
 
-def plot_data(rows: list[dict], plans: list[dict]) -> list[str]:
-    """The points behind the figures, as Markdown lines (converted like the rest)."""
+def _front_cell(point, front) -> str:
+    x, y, _, met = point
+    if not all(isinstance(v, int | float) and math.isfinite(v) for v in (x, y)):
+        return "not drawn: no finite TTFT P99 (a queue saturates)"
+    if not met:
+        return "no: misses the SLA"
+    return "yes" if (x, y) in front else "no"
+
+
+def plot_data(rows: list[dict], plans: list[dict], objective: str) -> list[str]:
+    """The points behind the figures, as Markdown lines (converted like the rest). The
+    cost/TTFT table reads the plot's own points (`pareto_points`) and front (`sla_front`),
+    with the objective `solve` ranks by beside them."""
     head = ["case", "status", "$/h", "goodput req/s", "BCR", "TTFT P99 s", "plan or error"]
-    lines = ["Each hit-rate and price case solved for the figures (figures 1-3):", "",
+    lines = ["Each hit-rate and price case solved for the figures of BCR against the hit "
+             "rate, plan composition and price sensitivity:", "",
              _md_row(head), _md_row(["---"] * len(head))]  # fmt: skip
     for r in rows:
         m = r["metrics"] or {}
@@ -178,14 +198,18 @@ def plot_data(rows: list[dict], plans: list[dict]) -> list[str]:
         lines.append(_md_row([case, r["status"], _g(m.get("cost_usd_per_hour")),
                               _g(m.get("goodput_rps")), _g(m.get("bcr_rps_per_usd_hour")),
                               _g((m.get("ttft_s") or {}).get("p99")), outcome]))  # fmt: skip
-    lines += ["", "The plans of the cost against TTFT P99 figure, each on this scenario:", "",
-              _md_row(["plan", "$/h", "TTFT P99 s", "SLA met", "composition"]),
-              _md_row(["---"] * 5)]  # fmt: skip
-    for p in sorted(plans, key=lambda p: p["metrics"]["cost_usd_per_hour"]):
-        m = p["metrics"]
-        met = "yes" if m["sla_met"] else "no"
-        lines.append(_md_row([p["label"], _g(m["cost_usd_per_hour"]), _g(m["ttft_s"]["p99"]),
-                              met, composition(p["plan"])]))  # fmt: skip
+    key, name = OBJECTIVE_METRIC[objective]
+    head = ["plan", "$/h", "TTFT P99 s", "SLA met", "on the Pareto front", name, "composition"]
+    lines += ["", "The plans of the cost against TTFT P99 figure, each on this scenario at the "
+              "offered rate:", "", _md_row(head), _md_row(["---"] * len(head))]  # fmt: skip
+    points = pareto_points(plans)
+    front = plots.sla_front(points)
+    order = sorted(range(len(plans)), key=lambda i: plans[i]["metrics"]["cost_usd_per_hour"])
+    for i in order:
+        m, point = plans[i]["metrics"], points[i]
+        lines.append(_md_row([point[2], _g(point[1]), _g(point[0]),
+                              "yes" if point[3] else "no", _front_cell(point, front),
+                              _g(m.get(key)), composition(plans[i]["plan"])]))  # fmt: skip
     return lines
 
 
@@ -222,10 +246,15 @@ def _captions(series: dict, ratio, metric_name: str, n_plans: int) -> dict[str, 
                    if lows else "No point has a plan. ")  # fmt: skip
     return {
         "bathtub": "BCR (goodput req/s per $/h) of the optimal plan when the hit-rate "
-        "distribution is moved to each mean (the rule of section 7), for this architecture "
-        "and the IDC-PD baseline, and below their ratio (the benefit the published bathtub "
-        "describes); a cross marks a mean where no plan was found (see the data behind the "
-        "plots). " + valley_text,
+        "distribution is moved to each mean (the rule of section 7), for "
+        + (
+            "this architecture and the IDC-PD baseline, and below their ratio (the benefit "
+            "the published bathtub describes)"
+            if ratio
+            else "this architecture"
+        )
+        + "; a cross marks a mean where no plan was found (see the data behind the plots). "
+        + valley_text,
         "composition": "GPUs of the optimal plan by role, GPU type and datacenter at each "
         "mean hit rate (the scenario's own mean included).",
         "tornado": f"The optimum's {metric_name}, re-optimised with one price at x0.8 and "
@@ -233,5 +262,10 @@ def _captions(series: dict, ratio, metric_name: str, n_plans: int) -> dict[str, 
         "pareto": f"Cost against TTFT P99 at the offered rate of {n_plans} distinct plans, each "
         "evaluated on this scenario: this plan, the other architectures' optima, the plans of "
         "the price cases, and this plan with one instance more or fewer in one role (or one "
-        "line more). The step line is the Pareto front: no plan is both cheaper and faster.",
+        "line more). The step line is the Pareto front of the plans that meet the SLA: no "
+        "such plan is both cheaper and faster; crosses mark plans that miss it, never on the "
+        "front. This plan is the best by the objective (section 5), not by this trade-off: a "
+        "cheaper plan on the front serves less per dollar, breaks the utilisation cap or "
+        "misses the SLA at the rate or hit-rate mix the plan is sized for (the table behind "
+        "the plots gives each plan's objective).",
     }

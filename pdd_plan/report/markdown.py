@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pdd_plan.loaders.engine_profile import profile_line
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.report.bom_items import HOURS_PER_YEAR
-from pdd_plan.report.choice_text import recommendation
+from pdd_plan.report.bom_items import HOURS_PER_YEAR, line_ends
+from pdd_plan.report.choice_text import capped_note, recommendation
 from pdd_plan.report.markdown_analysis import (
     assumptions_section,
     explain_section,
@@ -61,7 +61,7 @@ def _summary(s: Scenario, data: dict) -> list[str]:
     for g in plan["instances"]:
         gpus[(g["datacenter"], g["gpu"])] += g["gpus_per_instance"] * g["count"]
     buy = [f"{n:,} x {gpu} in {dc}" for (dc, gpu), n in gpus.items()]
-    ends = " and ".join(dc.id for dc in s.datacenters)
+    ends = " and ".join(line_ends(plan, s))  # the two the line joins, as the BOM says
     buy += [
         f"{line['count']} x {line['tier']} line ({num(line['capacity_gbit_per_s'])} Gbit/s) "
         f"between {ends}"
@@ -99,8 +99,13 @@ def _architecture(result: dict) -> str:
     name = ARCH_NAMES.get(result["plan"]["architecture"], result["plan"]["architecture"])
     if not choice:
         return f"{name}, as asked (`--architecture`); section 5 compares the others."
-    text = recommendation(choice).removeprefix("recommended: ")
-    return f"**{name}** recommended: {md_text(text.removeprefix(name + ', '))}"
+    text = recommendation(choice).removeprefix("recommended: ").removeprefix(name + ", ")
+    note = capped_note(choice, (result.get("metrics") or {}).get("offered_rps"))
+    if not note:
+        return f"**{name}** recommended: {md_text(text)}"
+    # the ratio's own basis beside it: the table of section 5 counts all the goodput
+    ratio, sep, why = text.partition(". Why: ")
+    return f"**{name}** recommended: {md_text(ratio)} ({note}){md_text(sep + why)}"
 
 
 def _scenario(s: Scenario, data: dict) -> list[str]:
@@ -327,6 +332,11 @@ def _compare(data: dict) -> list[str]:
          "plan"],
         rows,
     )  # fmt: skip
+    choice = data["result"].get("architecture_choice")
+    if choice and capped_note(choice, data["result"]["metrics"]["offered_rps"]):
+        out += ["", "BCR here counts every request served within the SLA; the Summary's ratio "
+                "is the one `solve` ranks by, which counts goodput only up to a multiple of the "
+                "offered rate (README: how the optimiser works)."]  # fmt: skip
     return out
 
 

@@ -30,13 +30,16 @@ def explain_section(data: dict) -> list[str]:
         "demand when it is cheap per request.",
     ]
     tried = solver.get("policies_tried") or []
+    relays = data["architecture"] == "pdd"  # the threshold and handoff route to the relay
     if tried:
-        out += ["", "Routing policies and utilisation caps tried:", ""]
+        out += ["", "Routing policies and utilisation caps tried:" if relays else
+                "Utilisation caps tried (the relay's threshold and handoff apply to PDD only):",
+                ""]  # fmt: skip
         out += table(
             ["hit-rate threshold", "handoff", "utilisation cap", "outcome"],
             [
-                [f"{a['rld_hit_threshold']:g}", a["handoff"], pct(a["utilization_cap_frac"]),
-                 a["outcome"]]
+                [f"{a['rld_hit_threshold']:g}" if relays else "-",
+                 a["handoff"] if relays else "-", pct(a["utilization_cap_frac"]), a["outcome"]]
                 for a in tried
             ],
         )  # fmt: skip
@@ -183,8 +186,9 @@ def assumptions_section(rows=None) -> list[str]:
     `rows` is None)."""
     rows = ASSUMPTIONS if rows is None else rows
     left_out = len(ASSUMPTIONS) - len(rows)
-    note = (f" ({left_out} more, about models or architectures other than this plan's, are in "
-            "the README's assumptions table)" if left_out else "")  # fmt: skip
+    note = (f" ({left_out} more, about models, architectures or mechanisms this plan does not "
+            "use, or about the optimiser's internals that change no answer, are in the README's "
+            "assumptions table)" if left_out else "")  # fmt: skip
     return [
         "Each assumption of the models and the optimiser that applies to this plan, with the "
         f"direction it biases the figures above{note}:",

@@ -30,9 +30,39 @@ def order_line(b: Bill) -> str:
         f"{'s' if r['spare_gpus'] != 1 else ''})"
         for r in b.rows if r["kind"] == "nodes"
     )  # fmt: skip
-    return (f"- **Order**: {nodes}; one-time {usd(b.total_one_time_usd, False)} (line "
-            f"installation); to buy the GPUs with a sourced price "
-            f"{usd(b.total_purchase_usd, False)} (section 9).")  # fmt: skip
+    once = "no one-time cost (no line)"
+    if any(r["kind"] == "line_install" for r in b.rows):
+        once = f"one-time {usd(b.total_one_time_usd, False)} (line installation)"
+    return f"- **Order**: {nodes}; {once}; {_purchase_clause(b)} (section 9)."
+
+
+def _names(items: list[str]) -> str:
+    return ", ".join(md_text(i) for i in items)
+
+
+def _purchase_clause(b: Bill) -> str:
+    """What buying instead would cost, never a total that leaves an item out unsaid."""
+    priced, unpriced = b.priced(), b.unpriced()
+    total = usd(b.total_purchase_usd, False)
+    if not unpriced:
+        return f"buying instead: {total}"
+    if not priced:
+        return f"buying instead: not priced, {NO_PURCHASE_PRICE} for {_names(unpriced)}"
+    return (f"buying instead: {total} for {_names(priced)} only, {NO_PURCHASE_PRICE} for "
+            f"{_names(unpriced)}")  # fmt: skip
+
+
+def _purchase_total(b: Bill) -> str:
+    """The purchase table's total cell: "not priced" rather than $0, a partial sum named."""
+    priced, unpriced = b.priced(), b.unpriced()
+    if not unpriced:
+        return usd(b.total_purchase_usd, False)
+    if not priced:
+        return f"not priced ({NO_PURCHASE_PRICE}: {_names(unpriced)})"
+    return (
+        f"{usd(b.total_purchase_usd, False)} ({_names(priced)} only; not priced: "
+        f"{_names(unpriced)})"
+    )
 
 
 def _units(row: dict) -> str:
@@ -107,7 +137,7 @@ def _purchase(b: Bill, years: float) -> list[str]:
                       usd(r["cost_usd_per_hour"]))  # fmt: skip
         rows.append([md_text(r["datacenter"]), md_text(r["product"]), f"{r['units']:,.4g} TB",
                      "-", *bought])  # fmt: skip
-    rows.append(["**total purchase**", "", "", "", "", usd(b.total_purchase_usd, False), ""])
+    rows.append(["**total purchase**", "", "", "", "", _purchase_total(b), ""])
     return table(["datacenter", "product", "GPUs (whole nodes)", "rent $/h (whole nodes)",
                   "purchase per GPU", "purchase $", f"bought $/h ({num(years)} years + power)"],
                  rows)  # fmt: skip
@@ -136,7 +166,10 @@ def bom_section(data: dict, years: float) -> list[str]:
            "the idle GPUs of the last node are stated (charged in the hourly total only with "
            "`costs.charge_whole_nodes: true`).", ""]  # fmt: skip
     out += _orders(b)
-    out += ["", "One-time costs:", ""] + _one_time(b)
+    if any(r["kind"] == "line_install" for r in b.rows):
+        out += ["", "One-time costs:", ""] + _one_time(b)
+    else:  # nothing to install: no table of a $0 total
+        out += ["", "One-time costs: none (the plan leases no line)."]
     out += ["", f"Rent or buy: buying the same nodes at the catalog's sourced purchase price, "
                 f"amortised over {num(years)} years (`costs.amortization_years`), plus the "
                 "power of the GPUs in use; the hourly total above is rental.", ""]  # fmt: skip

@@ -5,8 +5,8 @@ start without it. Every function takes plain numbers (what a sweep row or a repo
 already carries) and returns a Figure; `render` turns it into files.
 
 - `bathtub`: BCR against the mean prefix-hit rate, the published valley (~70 %) marked.
-- `pareto`: cost against TTFT P99 of plans, the Pareto front (no plan both cheaper and
-  faster) drawn as a step line.
+- `pareto`: cost against TTFT P99 of plans, the Pareto front of those that meet the SLA
+  (no such plan both cheaper and faster) drawn as a step line, the others as crosses.
 - `composition`: GPUs by role and type (stacked bars) as a swept value moves.
 - `tornado`: the optimum's objective when each price moves down and up.
 - `metric_lines`: a metric against a swept value, one line per value of a second key.
@@ -187,24 +187,41 @@ def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]
     return front
 
 
-def pareto(points: list[tuple[float, float, str]], highlight: str | None = None):
-    """`points`: (TTFT P99 s, cost $/h, label) of each plan; `highlight` labels the
-    chosen one."""
+def sla_front(points: list[tuple[float, float, str, bool]]) -> list[tuple[float, float]]:
+    """The Pareto front of the plans that meet the SLA (`points`: TTFT P99 s, cost $/h,
+    label, SLA met): a plan that misses it is no trade-off to buy, so it neither joins
+    the front nor hides a plan behind it. The plot and the table behind it both ask this."""
+    return pareto_front([(x, y) for x, y, _, met in points if met and _finite(x) and _finite(y)])
+
+
+def pareto(points: list[tuple[float, float, str, bool]], highlight: str | None = None):
+    """`points`: (TTFT P99 s, cost $/h, label, SLA met) of each plan; `highlight` labels
+    the chosen one. The front runs through the plans that meet the SLA (`sla_front`); the
+    others are crosses of their own colour."""
     fig, ax = _figure()
-    xy = [(x, y) for x, y, _ in points if _finite(x) and _finite(y)]
-    if xy:
-        ax.scatter(*zip(*xy, strict=True), s=18, color=_COLORS[0], alpha=0.6, label="plans")
-        front = pareto_front(xy)
-        ax.step(*zip(*front, strict=True), where="post", color=_COLORS[3], label="Pareto front")
+    drawn = [p for p in points if _finite(p[0]) and _finite(p[1])]
+    for met, marker, color, name in (
+        (True, "o", _COLORS[0], "plans that meet the SLA"),
+        (False, "x", _COLORS[7], "plans that miss the SLA"),
+    ):
+        xy = [(x, y) for x, y, _, m in drawn if bool(m) == met]
+        if xy:
+            ax.scatter(*zip(*xy, strict=True), s=18, marker=marker, color=color, alpha=0.7,
+                       label=name)  # fmt: skip
+    front = sla_front(drawn)
+    if front:
+        ax.step(*zip(*front, strict=True), where="post", color=_COLORS[3],
+                label="Pareto front (SLA met)")  # fmt: skip
         ax.plot(*zip(*front, strict=True), "o", color=_COLORS[3], ms=5)
-    front_set = set(pareto_front(xy)) if xy else set()
     labels = []
-    for x, y, label in points:
-        if not (_finite(x) and _finite(y)):
-            continue
+    for x, y, label, met in drawn:
         if label == highlight:
             ax.plot([x], [y], "*", ms=14, color=_COLORS[1], label=label)
-        if label == highlight or (x, y) in front_set:
+        if not met:  # named, so the table behind the plot finds it
+            labels.append(ax.annotate(f"{label} (misses the SLA)", (x, y), xytext=(5, 4),
+                                      textcoords="offset points", fontsize=7,
+                                      color=_COLORS[7]))  # fmt: skip
+        elif label == highlight or (x, y) in front:
             labels.append(ax.annotate(label, (x, y), xytext=(5, 4), textcoords="offset points",
                                       fontsize=7))  # fmt: skip
     ax.set_xlabel("TTFT P99 (s)")

@@ -2,7 +2,8 @@
 
 - `bathtub` when the mean hit rate is swept: BCR against it, a line per combination of
   the other keys' values;
-- `pareto`: cost against TTFT P99 of every point's plan;
+- `pareto`: cost against TTFT P99 of every point's plan, the front through those that
+  meet the SLA;
 - `composition`: GPUs by role and type along the first key (other keys at their first
   value);
 - `cost` and `bcr`: those metrics along the first key when its values are numbers, a line
@@ -70,8 +71,11 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def pareto_figure(rows: list[dict], keys: list[str]):
+    """Cost against TTFT P99, the front through the points whose plan meets the SLA (an
+    `evaluate` sweep's point may miss it)."""
     points = [(r["metrics"]["ttft_s"]["p99"], r["metrics"]["cost_usd_per_hour"],
-               _label(r["values"], keys)) for r in rows if _ok(r)]  # fmt: skip
+               _label(r["values"], keys), bool(r["metrics"]["sla_met"]))
+              for r in rows if _ok(r)]  # fmt: skip
     return plots.pareto(points)
 
 

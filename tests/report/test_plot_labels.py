@@ -41,9 +41,9 @@ def _overlaps(fig) -> list[tuple[str, str]]:
 
 def test_pareto_labels_of_close_plans_do_not_overlap():
     # four plans within 5 % of TTFT and 2 % of cost, all on the front or highlighted
-    points = [(1.0, 100.0, "this plan"), (1.01, 99.5, "CDC-PD"), (1.02, 99.0, "prefill -1"),
-              (1.03, 98.5, "main_decode -1"), (2.0, 90.0, "line wave_10g +1"),
-              (0.9, 120.0, "IDC-PD")]  # fmt: skip
+    points = [(1.0, 100.0, "this plan", True), (1.01, 99.5, "CDC-PD", True),
+              (1.02, 99.0, "prefill -1", True), (1.03, 98.5, "main_decode -1", True),
+              (2.0, 90.0, "line wave_10g +1", True), (0.9, 120.0, "IDC-PD", True)]  # fmt: skip
     fig = plots.pareto(points, "this plan")
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert {"this plan", "CDC-PD", "prefill -1", "main_decode -1"} <= set(labels)

@@ -14,7 +14,9 @@ def bathtub_args() -> tuple:
 
 
 def pareto_args() -> tuple:
-    return [(1.2, 30.0, "this plan"), (0.9, 34.0, "P +1"), (2.0, 29.0, "D -1")], "this plan"
+    points = [(1.2, 30.0, "this plan", True), (0.9, 34.0, "P +1", True),
+              (2.0, 29.0, "D -1", True), (2.5, 25.0, "D -2", False)]  # fmt: skip
+    return points, "this plan"
 
 
 def bathtub():
