@@ -5,6 +5,8 @@ every measured iteration, fits the profile (model/step_fit.py) and measures its 
 per phase three ways: the plain roofline on the same rows ("before"), the fit on the
 rows it was fitted to, and cross-validated (leave one configuration out, or 5 blocks of
 rows when there is one configuration), which is the figure the profile file carries.
+A fit that is physically impossible or errs by more than 25 % is refused, or kept marked
+(calibration_checks.py).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from pdd_plan import calibration_checks as checks
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.step_measurements import ConfigResolver, Measured, read_file
 from pdd_plan.model import step_fit as sf
 from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
+from pdd_plan.model.roofline import Instance
 
 
 @dataclass(frozen=True)
@@ -84,10 +88,28 @@ def _metadata(measured, name: str | None) -> EngineProfile:
     )
 
 
+def instances(measured, catalog: Catalog) -> list[Instance]:
+    """The roofline instance of each measured configuration (as `step_fit.prepare` maps
+    an engine's tp/ep/dp onto one)."""
+    out = []
+    for c in (m.config for m in measured):
+        model = catalog.model(c.model)
+        gpus, mode, _ = sf.layout(model, c.tp, c.ep, c.dp)
+        out.append(Instance(model, catalog.gpus[c.gpu], gpus, c.kv_dtype, parallelism=mode))
+    return out
+
+
+def files_named(measured) -> str:
+    return ", ".join(dict.fromkeys(m.file for m in measured))
+
+
 def calibrate_steps(
     files, options: dict, name: str | None = None, cross_validate: bool = True,
     catalog: Catalog | None = None, graph_sizes: dict | None = None,
+    accept_poor_fit: bool = False,
 ) -> Calibration:  # fmt: skip
+    """The fit; a poor one (calibration_checks.py) is InputError unless `accept_poor_fit`,
+    which keeps it with its `poor_fit` notes."""
     catalog = catalog or Catalog()
     measured = with_graph_sizes(read_measurements(files, options, catalog), graph_sizes or {})
     data = prepared(measured, catalog)
@@ -95,13 +117,17 @@ def calibrate_steps(
     errors = lambda p: sf.phase_errors(p, data.latency_s, data.phase)  # noqa: E731
     cv = errors(sf.held_out_s(data, sf.folds(data))) if cross_validate else {}
     profile = replace(profile, cv_error_frac=tuple(cv.items()))
+    fit = errors(sf.predict_s(profile.vector(), data))
+    findings = checks.parameter_findings(profile, instances(measured, catalog))
+    findings += checks.error_findings(cv or fit, bool(cv))
+    profile = checks.settled(profile, findings, files_named(measured), accept_poor_fit)
     return Calibration(
         profile,
         tuple(measured),
         len(data.latency_s),
         int(keep.sum()),
         errors(sf.predict_s(IDENTITY.vector(), data)),
-        errors(sf.predict_s(profile.vector(), data)),
+        fit,
         cv,
         {p: int(np.sum(data.phase == p)) for p in sf.PHASES},
     )

@@ -8,10 +8,12 @@ with its compute efficiency (which sets prefill, so TTFT) and memory efficiency 
 sets decode steps, so TPOT) replaced. The fit is least squares on log(evaluated /
 observed) over every observed figure.
 
-Refused (one line, exit 2): fewer observed figures than fitted parameters; and
-observations no profile reproduces: when the best fit still leaves a figure more than
-CONTRADICTION_FRAC (25 %) off, the figures contradict each other (or the model cannot
-represent the deployment), and a profile fitted to them would mislead.
+Refused (one line, exit 2): fewer observed figures than fitted parameters. Refused
+unless --accept-poor-fit keeps it marked (calibration_checks.py): observations no
+profile reproduces (when the best fit still leaves a figure more than CONTRADICTION_FRAC,
+25 %, off, the figures contradict each other, or the model cannot represent the
+deployment, and a profile fitted to them would mislead), an efficiency above the
+datasheet peak or at a bound, and a start from a profile itself kept as a poor fit.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.optimize import least_squares
 
+from pdd_plan import calibration_checks as checks
+from pdd_plan.calibration_checks import Finding
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.observed import Observed, file_key, load_observed
@@ -29,10 +33,11 @@ from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
 from pdd_plan.model.evaluate import evaluate, prepare
+from pdd_plan.model.roofline import Instance
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 
 FITTED = ("compute_efficiency_frac", "memory_efficiency_frac")
-CONTRADICTION_FRAC = 0.25
+CONTRADICTION_FRAC = checks.MAX_ERROR_FRAC
 SATURATED_PENALTY = np.log(1e3)  # a trial profile at which the plan saturates
 DIFF_STEP = 1e-3
 UNIDENTIFIED_JAC = 1e-6
@@ -104,27 +109,38 @@ def _fit(trial: _Trial, start: EngineProfile) -> tuple[EngineProfile, tuple[str,
     return profile_of(x), unseen
 
 
-def _check_agreement(observed: Observed, targets: dict, evaluated: dict) -> None:
+def _agreement(observed: Observed, targets: dict, evaluated: dict) -> list[Finding]:
+    """The worst figure when the best fit misses it by more than CONTRADICTION_FRAC."""
     ratios = {k: evaluated[k] / v if np.isfinite(evaluated[k]) else np.inf
               for k, v in targets.items()}  # fmt: skip
     worst = max(ratios, key=lambda k: abs(np.log(ratios[k])) if ratios[k] > 0 else np.inf)
     if abs(ratios[worst] - 1.0) <= CONTRADICTION_FRAC:
-        return
+        return []
     key, unit_s = file_key(worst)  # as OBSERVED.yaml says it (tpot_ms.p90, in ms)
     fit = evaluated[worst] / unit_s
     fit_text = f"{fit:.4g}" if np.isfinite(fit) else "no finite value (saturated)"
-    raise InputError.single(
-        observed.file, key,
-        f"{targets[worst] / unit_s:.4g} observed, {fit_text} at the best fit",
+    return [Finding(
+        key, f"{targets[worst] / unit_s:.4g} observed, {fit_text} at the best fit",
         f"observations one engine profile reproduces within {CONTRADICTION_FRAC:.0%}",
         "the figures contradict each other, or this plan is not what was measured "
         "(check the plan, the offered rate and the units: ttft_s in seconds, tpot_ms in ms)",
-    )  # fmt: skip
+    )]  # fmt: skip
+
+
+def _instances(s, deployment, catalog: Catalog) -> list[Instance]:
+    """The plan's instances as the roofline sees them (for the datasheet ceilings)."""
+    model = catalog.model_for(s)
+    return [
+        Instance(model, catalog.gpus[g.gpu], g.gpus_per_instance, s.kv_dtype, s.weight_dtype)
+        for g in deployment.instances
+        if g.count > 0
+    ]
 
 
 def calibrate_observed(
-    scenario, plan, observed_path, name: str | None = None, catalog: Catalog | None = None
-) -> ObservedCalibration:
+    scenario, plan, observed_path, name: str | None = None, catalog: Catalog | None = None,
+    accept_poor_fit: bool = False,
+) -> ObservedCalibration:  # fmt: skip
     catalog = catalog or Catalog()
     observed = load_observed(observed_path)
     s, deployment = _loaded(scenario, plan, observed, catalog)
@@ -147,5 +163,16 @@ def calibrate_observed(
     )
     profile, unseen = _fit(trial, start)
     evaluated = trial.figures(profile)
-    _check_agreement(observed, trial.targets, evaluated)
+    missed = _agreement(observed, trial.targets, evaluated)
+    findings = missed + checks.parameter_findings(profile, _instances(s, deployment, catalog))
+    if s.engine.profile.poor_fit:  # its other parameters are kept: so is its verdict
+        findings.append(Finding(
+            "engine profile", f"{s.engine.profile.name}, itself a poor fit",
+            "a start from a sound profile", "; ".join(s.engine.profile.poor_fit),
+        ))  # fmt: skip
+    # a fit that misses the observations is refused for that alone: where it left the
+    # efficiencies is no measurement (they are kept among the notes of an accepted one)
+    refused = missed if missed and not accept_poor_fit else findings
+    profile = checks.settled(replace(profile, poor_fit=()), refused, observed.file,
+                             accept_poor_fit)  # fmt: skip
     return ObservedCalibration(profile, start, observed, evaluated, unseen)

@@ -5,7 +5,8 @@ same mapping of an engine's tp/ep/dp onto an `Instance` as `calibrate steps`,
 model/step_fit.py `layout`) and load, fits the profile (sim/serving_fit.py) and measures
 its error: simulated / measured per figure on the runs it was fitted to, and, with two
 runs or more, leave-one-run-out (the figure the profile file carries as
-`cv_error_frac: {ttft, tpot}`).
+`cv_error_frac: {ttft, tpot}`). A fit that is physically impossible or errs by more
+than 25 % is refused, or kept marked (calibration_checks.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+import numpy as np
+
+from pdd_plan import calibration_checks as checks
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.serving_results import ServingFile, ServingRun, read_serving_file
@@ -87,10 +91,20 @@ def _metadata(files, runs, name: str | None) -> EngineProfile:
     )
 
 
+def fitted_errors(fit: ServingFit) -> dict[str, float]:
+    """Median |simulated / measured - 1| of the TTFT and of the TPOT figures fitted."""
+    errors: dict[str, list[float]] = {}
+    for _, key, ratio in fit.ratios:
+        errors.setdefault(key.split("_")[0], []).append(abs(ratio - 1.0))
+    return {k: float(np.median(v)) for k, v in errors.items()}
+
+
 def calibrate_serving(
     paths, options: dict, name: str | None = None, cross_validate: bool = True,
-    catalog: Catalog | None = None,
+    catalog: Catalog | None = None, accept_poor_fit: bool = False,
 ) -> ServingCalibration:  # fmt: skip
+    """The fit; a poor one (calibration_checks.py) is InputError unless `accept_poor_fit`,
+    which keeps it with its `poor_fit` notes."""
     catalog = catalog or Catalog()
     files = [read_serving_file(p, options, catalog) for p in paths]
     runs = [run for f in files for run in f.runs]
@@ -106,4 +120,8 @@ def calibrate_serving(
     fit = fit_serving(benchmarks, start)
     cv = held_out_errors(benchmarks, start) if cross_validate and len(benchmarks) > 1 else {}
     profile = replace(fit.profile, cv_error_frac=tuple(cv.items()))
+    findings = checks.parameter_findings(profile, [b.inst for b in benchmarks])
+    findings += checks.error_findings(cv or fitted_errors(fit), bool(cv))
+    named = ", ".join(f.file for f in files)
+    profile = checks.settled(profile, findings, named, accept_poor_fit)
     return ServingCalibration(profile, tuple(files), fit, cv)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from pdd_plan.cli.bounds import MAX_BATCH, bounded, check_id_option, parallel_size_option
+from pdd_plan.cli.calibrate_serving_cmd import accept_poor_fit_option, warn_poor_fit
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
@@ -109,12 +110,14 @@ def steps(
     cross_validate: bool = typer.Option(
         True, "--cv/--no-cv", help="cross-validated error (one fit per configuration)"
     ),
+    accept_poor_fit: bool = accept_poor_fit_option(),
     format: Format = typer.Option(Format.table, "--format"),
 ) -> None:
     """Fit the step-time model to measured iterations and write an engine profile.
 
     Model, GPU and parallelism of an FPM file come from an index.csv beside it, else
-    from the options; the plain CSV may carry them per row.
+    from the options; the plain CSV may carry them per row. Refused (exit 2): a fit above
+    the datasheet peak or at a bound, or with a median error above 25 % (README).
     """
     from pdd_plan.calibration import calibrate_steps
 
@@ -122,8 +125,11 @@ def steps(
     check_outputs(files, {"--out": out})
     options = dict(model=model, gpu=gpu, tp=tp, ep=ep, dp=dp, kv_dtype=kv_dtype)
     sizes = {f.name: graph_tokens for f in files} if graph_tokens else _graph_sizes(files)
-    result = calibrate_steps(files, options, name, cross_validate, graph_sizes=sizes)
+    result = calibrate_steps(
+        files, options, name, cross_validate, graph_sizes=sizes, accept_poor_fit=accept_poor_fit
+    )
     write_atomic(out, profile_yaml(result.profile))
+    warn_poor_fit(result.profile)
     if format is Format.json:
         print_json(calibrate_data(result, out))
         return

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import typer
 
-from pdd_plan.cli.calibrate_serving_cmd import check_common
+from pdd_plan.cli.calibrate_serving_cmd import accept_poor_fit_option, check_common, warn_poor_fit
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.report.engine_profile_file import profile_yaml
@@ -69,6 +69,7 @@ def observed(
     ),
     out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write"),
     name: str | None = typer.Option(None, help="the profile's id (default observed_SCENARIO)"),
+    accept_poor_fit: bool = accept_poor_fit_option(),
     format: Format = typer.Option(Format.table, "--format"),
 ) -> None:
     """Fit prefill and decode efficiency to a running deployment's operating point.
@@ -78,7 +79,9 @@ def observed(
     (prefill, so TTFT) and memory efficiency (decode, so TPOT) are fitted so that
     `evaluate SCENARIO PLAN` at that rate reproduces them; the other parameters stay
     the scenario's profile's. Refused (exit 2): fewer figures than the two parameters,
-    or figures the best fit still misses by more than 25 % (they contradict each other).
+    figures the best fit still misses by more than 25 % (they contradict each other), or
+    an efficiency above the datasheet peak or at a bound (--accept-poor-fit keeps it,
+    marked).
     Then `compare` and `solve` with `--engine-profile` plan with the fitted profile.
     """
     from pdd_plan.calibration_observed import calibrate_observed
@@ -86,8 +89,11 @@ def observed(
 
     check_common(out, name, {})
     check_outputs([resolve_scenario_path(scenario), plan, observed_file], {"--out": out})
-    result = calibrate_observed(scenario, plan, observed_file, name)
+    result = calibrate_observed(
+        scenario, plan, observed_file, name, accept_poor_fit=accept_poor_fit
+    )
     write_atomic(out, profile_yaml(result.profile))
+    warn_poor_fit(result.profile)
     data = observed_data(result, out)
     if format is Format.json:
         print_json(data)

@@ -10,7 +10,7 @@ import typer
 from pdd_plan.cli.bounds import MAX_TOKENS, bounded, check_id_option, parallel_size_option
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
-from pdd_plan.errors import InputError
+from pdd_plan.errors import InputError, visible
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
 from pdd_plan.units import DTYPE_BYTES
@@ -26,6 +26,20 @@ def check_common(out: str, name: str | None, dtypes: dict) -> None:
             raise InputError.single(
                 "command line", option, repr(value), f"one of {', '.join(DTYPE_BYTES)}"
             )
+
+
+def accept_poor_fit_option():
+    return typer.Option(
+        False, "--accept-poor-fit",
+        help="keep a fit above the datasheet peak, at a bound or with a median error above "
+        "25 %, marked in the file and in every answer that uses it (default: refused)",
+    )  # fmt: skip
+
+
+def warn_poor_fit(profile) -> None:
+    """One stderr line per poor-fit note of a profile kept with --accept-poor-fit."""
+    for note in profile.poor_fit:
+        typer.echo(visible(f"warning: poor fit kept (--accept-poor-fit): {note}"), err=True)
 
 
 def serving_data(c, out: str) -> dict:
@@ -94,6 +108,7 @@ def serving(
     cross_validate: bool = typer.Option(
         True, "--cv/--no-cv", help="leave-one-run-out error (one fit per run)"
     ),
+    accept_poor_fit: bool = accept_poor_fit_option(),
     format: Format = typer.Option(Format.table, "--format"),
 ) -> None:  # fmt: skip
     """Fit an engine profile to serving-benchmark results and write it.
@@ -105,6 +120,8 @@ def serving(
     prefill (serving figures identify no more); the other parameters stay at the plain
     roofline. Each run is replayed with its own lengths, concurrency or rate and request
     count. Model, GPU and parallelism: the options, else the file's own (vLLM --metadata).
+    Refused (exit 2): a fit above the datasheet peak or at a bound, or with a median error
+    above 25 % (--accept-poor-fit keeps it, marked).
     """
     from pdd_plan.calibration_serving import calibrate_serving
 
@@ -112,8 +129,11 @@ def serving(
     check_outputs(files, {"--out": out})
     options = dict(model=model, gpu=gpu, tp=tp, ep=ep, dp=dp, kv_dtype=kv_dtype)
     options.update(weight_dtype=weight_dtype, max_batched_tokens=max_batched_tokens)
-    result = calibrate_serving(files, options, name, cross_validate)
+    result = calibrate_serving(
+        files, options, name, cross_validate, accept_poor_fit=accept_poor_fit
+    )
     write_atomic(out, profile_yaml(result.profile))
+    warn_poor_fit(result.profile)
     if format is Format.json:
         print_json(serving_data(result, out))
         return

@@ -265,6 +265,10 @@ def _print(spec, rows: list[dict], info: dict, format: Format, out, workers: str
         print_json({**info, "points": rows})
         return
     _print_table(spec, rows)
+    from pdd_plan.loaders.engine_profile import poor_fit_text
+
+    if poor_fit_text(info["engine_profile"]):  # a profile kept with --accept-poor-fit
+        console.print(poor_fit_text(info["engine_profile"]), markup=False)
     resumed = f", {info['points_resumed']} resumed" if info["points_resumed"] else ""
     console.print(
         f"{info['points_total']} points ({info['points_failed']} failed{resumed}) in "

@@ -11,6 +11,8 @@
     fitted_on: [{file: x.csv.gz, sha256: ..., rows: 6850}]   # optional
     cv_error_frac: {decode: 0.05, prefill: 0.03, mixed: 0.04}  # optional, medians
                                                # (step times; ttft, tpot: serving figures)
+    poor_fit: ["memory_efficiency_frac 1.25 ..."]   # optional: written by calibrate
+                                               # --accept-poor-fit; every answer repeats it
 
 Read through the strict loader: unknown keys, out-of-range parameters and wrong types
 are each one line naming the file and key path (exit 2).
@@ -64,6 +66,13 @@ def _cv_error(node: Node) -> tuple[tuple[str, float], ...]:
     return tuple((p, v) for p, v in values if v is not None)
 
 
+def _poor_fit(node: Node) -> tuple[str, ...]:
+    if node.is_missing:
+        return ()
+    notes = (item.string(required=True, expected="a note (text)") for item in node.items() or [])
+    return tuple(n for n in notes if n)
+
+
 def _text(node: Node) -> str:
     value = node.value
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -100,7 +109,9 @@ def load_engine_profile(path: Path | str) -> EngineProfile:
     name = shown_path(path)
     problems = Problems(name)
     root = Node(load_yaml(path, WHAT), "", problems)
-    f = root.mapping(required=("name", "parameters"), optional=(*TOP_KEYS, "cv_error_frac"))
+    f = root.mapping(
+        required=("name", "parameters"), optional=(*TOP_KEYS, "cv_error_frac", "poor_fit")
+    )
     if f is None:
         problems.raise_if_any()
     profile_name = f["name"].identifier(required=True)
@@ -109,6 +120,7 @@ def load_engine_profile(path: Path | str) -> EngineProfile:
     cv = _cv_error(f["cv_error_frac"])
     parallelism = _parallelism(f["parallelism"])
     fitted_on = _fitted_on(f["fitted_on"])
+    poor_fit = _poor_fit(f["poor_fit"])
     problems.raise_if_any()
     return EngineProfile(
         name=profile_name,
@@ -118,6 +130,7 @@ def load_engine_profile(path: Path | str) -> EngineProfile:
         cv_error_frac=cv,
         parallelism=parallelism,
         fitted_on=fitted_on,
+        poor_fit=poor_fit,
     )
 
 
@@ -178,12 +191,35 @@ def profile_summary(profile: EngineProfile) -> dict:
         "identity": profile.is_identity(),
         "cv_error_frac": dict(profile.cv_error_frac) or None,
         "fitted_on": [f for f, _, _ in profile.fitted_on],
-    }
+    } | ({"poor_fit": list(profile.poor_fit)} if profile.poor_fit else {})
+
+
+def poor_fit_text(summary: dict) -> str:
+    """The warning a profile kept with `calibrate --accept-poor-fit` puts in every answer
+    (from `profile_summary`); "" for a sound one."""
+    notes = summary.get("poor_fit")
+    if not notes:
+        return ""
+    return (
+        f"POOR FIT: engine profile {summary['name']} was kept with --accept-poor-fit; its "
+        f"absolute times are not to be trusted: {'; '.join(notes)}"
+    )
+
+
+def profile_facts(profile: EngineProfile) -> list[tuple[str, str]]:
+    """The BOM's header fact for a poor-fit profile (none for a sound one)."""
+    text = poor_fit_text(profile_summary(profile))
+    return [("engine_profile", text)] if text else []
 
 
 def profile_line(summary: dict) -> str:
     """One line for table output (from `profile_summary`): which profile, and how far to
     trust absolute times."""
+    warning = poor_fit_text(summary)
+    return _trust_line(summary) + (f"; {warning}" if warning else "")
+
+
+def _trust_line(summary: dict) -> str:
     if summary["identity"]:
         return (
             f"engine profile: {summary['name']} ({summary['source']}): the plain roofline, "

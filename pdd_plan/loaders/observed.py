@@ -44,7 +44,10 @@ def _quantiles(node: Node, scale: float, metric: str) -> list[tuple[str, float]]
         return []
     out, below = [], None
     for q in QUANTILES:
-        value = f[q].number(minimum=0, exclusive_minimum=True, maximum=MAX_LATENCY_S / scale)
+        value = f[q].number(  # a key written null is refused, not taken as absent
+            minimum=0, exclusive_minimum=True, maximum=MAX_LATENCY_S / scale,
+            required=not f[q].is_missing,
+        )  # fmt: skip
         if value is None:
             continue
         if below is not None and value < below[1]:  # a CDF does not decrease: P50 <= P90
@@ -71,9 +74,13 @@ def load_observed(path: Path | str) -> Observed:
     f = root.mapping(required=("offered_rps",), optional=("ttft_s", "tpot_ms", "goodput_rps"))
     if f is None:
         problems.raise_if_any()
-    offered = f["offered_rps"].number(minimum=0, exclusive_minimum=True, maximum=MAX_RPS)
+    offered = f["offered_rps"].number(
+        minimum=0, exclusive_minimum=True, maximum=MAX_RPS, required=True
+    )
     figures = [x for m, (key, unit_s) in METRIC_KEYS.items() for x in _quantiles(f[key], unit_s, m)]
-    goodput = f["goodput_rps"].number(minimum=0, maximum=MAX_RPS)
+    goodput = f["goodput_rps"].number(
+        minimum=0, maximum=MAX_RPS, required=not f["goodput_rps"].is_missing
+    )
     problems.raise_if_any()  # a misspelt key is the one line, not its consequence below
     if f["ttft_s"].is_missing and f["tpot_ms"].is_missing:
         problems.add("ttft_s", "nothing", "ttft_s or tpot_ms (at least one percentile)")

@@ -2,7 +2,8 @@
 
 A plan file is YAML with the `plan` keys of design.md §7; the JSON result of `solve` or
 `evaluate` (and `solve --out DIR`'s plan.json) is one too, its result keys skipped; a bare
-plan mapping (the `plan` keys at the top level) is read as well."""
+plan mapping (the `plan` keys at the top level) is read as well. Its policy against the
+scenario's: loaders/plan_policy.py (which governs, what is refused)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.loaders.plan_policy import check_cache, plan_policy
 from pdd_plan.loaders.scenario_cache import MAX_TB
 from pdd_plan.loaders.strict import Node, Problems, load_yaml
 from pdd_plan.loaders.suggest import did_you_mean
@@ -19,7 +21,6 @@ from pdd_plan.model.deployment import (
     Deployment,
     InstanceGroup,
     LineLease,
-    RoutingPolicy,
 )
 from pdd_plan.model.placement import placement_problem
 from pdd_plan.model.scenario import Scenario
@@ -98,20 +99,6 @@ def _decode_cache(node: Node, catalog: Catalog) -> CacheBuy | None:
                     else price)  # fmt: skip
 
 
-def _policy(node: Node) -> RoutingPolicy:
-    if node.is_missing or node.value is None:
-        return RoutingPolicy()
-    f = node.mapping(optional=("rld_hit_threshold", "handoff", "short_output_cutoff"))
-    if f is None:
-        return RoutingPolicy()
-    default = RoutingPolicy()
-    return RoutingPolicy(
-        f["rld_hit_threshold"].fraction(default=default.rld_hit_threshold),
-        f["handoff"].choice(("catch_up", "one_shot"), default=default.handoff),
-        f["short_output_cutoff"].boolean(default=default.short_output_cutoff),
-    )
-
-
 # what a solve or evaluate result (`--format json`, `--out DIR`'s plan.json) holds beside
 # its `plan`: written by the tool, so known and not read back
 RESULT_KEYS = ("scenario", "status", "metrics", "solver", "role_arithmetic", "architecture_choice",
@@ -144,10 +131,12 @@ def load_plan(path: Path | str, scenario: Scenario, catalog: Catalog | None = No
     architecture = f["architecture"].choice(tuple(ARCHITECTURE_ROLES), required=True)
     instances = _instances(f["instances"], scenario, architecture)
     lines = _lines(f["lines"], catalog)
-    policy = _policy(f["policy"])
+    policy = plan_policy(f["policy"], scenario, architecture)  # or refused: which governs
     cache = _decode_cache(f["decode_cache"], catalog)
     if cache is not None and architecture not in ("pdd", "cdc_pd"):
         f["decode_cache"].fail("no decode_cache (only pdd and cdc_pd have a main decode)")
+    elif architecture is not None:
+        check_cache(f["decode_cache"], cache is not None, scenario, architecture)
     policy = dataclasses.replace(policy, decode_cache=cache)
     problems.raise_if_any()
     present = {g.role for g in instances if g.count > 0}

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.input_files import read_input_bytes, shown_path, utf8_text
-from pdd_plan.loaders.step_measurements import Config, ConfigResolver
+from pdd_plan.loaders.step_measurements import Config, ConfigResolver, csv_records
 
 WHAT = "a serving-benchmark result (vLLM JSON, SGLang JSONL, genai-perf JSON or CSV)"
 STATS = ("mean", "p50", "p90", "p99")
@@ -101,7 +101,7 @@ class _Fields:
         value = self.number(key, 1.0, required, data)
         if value is None:
             return None
-        if value != int(value) or value > MAX_RUN_REQUESTS * 1000:
+        if not math.isfinite(value) or value != int(value) or value > MAX_RUN_REQUESTS * 1000:
             self._fail(key, value, "a whole number")
         return int(value)
 
@@ -146,10 +146,25 @@ def _measured(f: _Fields, keys: dict) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
+def _sent_and_completed(f: _Fields) -> int:
+    """The requests a vLLM / SGLang run completed (else sent); every count and the
+    duration it states are checked, used or not: a broken figure is a broken file."""
+    completed, sent = (
+        f.count("completed"),
+        f.count("num_prompts", required="completed" not in f.data),
+    )
+    if completed is not None and sent is not None and completed > sent:
+        f._fail("completed", completed, f"at most num_prompts ({sent:,}): requests sent")
+    duration = f.number("duration")
+    if duration is not None and not 0 < duration < math.inf:
+        f._fail("duration", duration, "the run's length in seconds, a number > 0")
+    return completed or sent
+
+
 def _bench_serve_run(f: _Fields, resolve, at: str) -> ServingRun:
     """One vLLM / SGLang result object."""
     d = f.data
-    requests = f.count("completed") or f.count("num_prompts", required=True)
+    requests = _sent_and_completed(f)
     concurrency = f.count("max_concurrency")
     rate = f.number("request_rate") if d.get("request_rate") not in (None, "inf") else math.inf
     concurrency, rate = _loop(f, concurrency, rate, requests)
@@ -170,8 +185,8 @@ def _genai_perf_run(f: _Fields, resolve) -> ServingRun:
     config = d.get("input_config") if isinstance(d.get("input_config"), dict) else {}
     c = _Fields(f.name, "input_config", config)
     count = d.get("request_count") if isinstance(d.get("request_count"), dict) else {}
-    requests = c.count("request_count") or f.count("avg", data=count) or c.count("num_prompts")
-    requests = requests or DEFAULT_REQUESTS
+    counts = (c.count("request_count"), f.count("avg", data=count), c.count("num_prompts"))
+    requests = next((n for n in counts if n), DEFAULT_REQUESTS)  # each checked, used or not
     concurrency, rate = _loop(c, c.count("concurrency"), c.number("request_rate"), requests)
     isl_osl = []
     for key, fallback in (
@@ -211,7 +226,7 @@ def _genai_perf_run(f: _Fields, resolve) -> ServingRun:
 def _csv_runs(name: str, text: str, resolve) -> list[ServingRun]:
     reader = csv.DictReader(io.StringIO(text))
     runs = []
-    for row in reader:
+    for row in csv_records(name, reader):
         line = reader.line_num
         row = {k.strip(): (v or "").strip() for k, v in row.items() if k is not None}
         f = _Fields(name, f"line {line}", row)

@@ -26,6 +26,7 @@ import csv
 import hashlib
 import io
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,13 +134,30 @@ def _number(name: str, line: int, column: str, cell: str) -> float:
     return value
 
 
+def csv_records(name: str, reader) -> Iterator[list]:
+    """The records of a csv reader (or DictReader); a record csv cannot read (a field over
+    its 131,072-character limit, a NUL byte) is one line naming the file and line."""
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            line = getattr(reader, "reader", reader).line_num  # a DictReader's is one behind
+            raise InputError.single(
+                name, f"line {line}", f"a row CSV cannot read ({exc})",
+                "CSV cells of at most 131,072 characters",
+            ) from None  # fmt: skip
+        yield record
+
+
 def _rows(name: str, text: str) -> tuple[str, list[tuple[int, dict]]]:
     reader = csv.reader(io.StringIO(text))
-    header = next(reader, None) or []
+    header = next(csv_records(name, reader), None) or []
     kind = _columns(name, header)
     header = [h.strip() for h in header]
     rows = []
-    for record in reader:
+    for record in csv_records(name, reader):
         if not record or not any(c.strip() for c in record):
             continue
         line = reader.line_num
@@ -265,7 +283,8 @@ def _index_beside(path: Path) -> dict[str, dict]:
     if path.name == "index.csv" or not index.is_file():
         return {}
     text, _ = _text(index)
-    return {r.get("file", ""): r for r in csv.DictReader(io.StringIO(text))}
+    reader = csv.DictReader(io.StringIO(text))
+    return {r.get("file", ""): r for r in csv_records(shown_path(index), reader)}
 
 
 class ConfigResolver:

@@ -52,6 +52,20 @@ class RoutingPolicy:
     decode_cache: CacheBuy | None = None
 
 
+def scenario_routing(policy) -> RoutingPolicy:
+    """The routing a scenario's `policy` (model/scenario.py `Policy`) fixes, the defaults
+    where it leaves a choice to the planner (`auto`): where the solver starts, and what a
+    plan file's absent policy keys take (loaders/plan_policy.py)."""
+    default = RoutingPolicy()
+    return RoutingPolicy(
+        rld_hit_threshold=default.rld_hit_threshold
+        if policy.rld_hit_threshold is None
+        else policy.rld_hit_threshold,
+        handoff=policy.handoff if policy.handoff != "auto" else default.handoff,
+        short_output_cutoff=policy.short_output_cutoff.enabled,
+    )
+
+
 @dataclass(frozen=True)
 class Deployment:
     architecture: str

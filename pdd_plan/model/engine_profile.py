@@ -79,6 +79,9 @@ class EngineProfile:
 
     `cv_error_frac`: cross-validated median absolute relative error per phase
     ("decode", "prefill", "mixed"), as (phase, fraction) pairs; empty when unknown.
+    `poor_fit`: why the fit is physically impossible or fits its data badly, one note
+    each, when `calibrate --accept-poor-fit` kept it (calibration_checks.py); every
+    answer made with the profile repeats them. Empty for a sound fit.
     """
 
     name: str = "roofline_default"
@@ -100,6 +103,7 @@ class EngineProfile:
     cv_error_frac: tuple[tuple[str, float], ...] = field(default=())
     parallelism: tuple[tuple[str, int], ...] = field(default=())  # (("tp", 1), ...)
     fitted_on: tuple[tuple[str, str, int], ...] = field(default=())  # (file, sha256, rows)
+    poor_fit: tuple[str, ...] = field(default=())
 
     def __post_init__(self):
         for name, (_, low, high) in PARAMETERS.items():
@@ -124,6 +128,7 @@ class EngineProfile:
         out["cv_error_frac"] = dict(self.cv_error_frac)
         out["parallelism"] = dict(self.parallelism)
         out["fitted_on"] = [dict(file=f, sha256=h, rows=n) for f, h, n in self.fitted_on]
+        out["poor_fit"] = list(self.poor_fit)
         return out
 
     def adjust(self, parts: dict, counts: dict) -> tuple:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.model import routing as rt
-from pdd_plan.model.deployment import ARCHITECTURE_ROLES, RoutingPolicy
+from pdd_plan.model.deployment import ARCHITECTURE_ROLES, RoutingPolicy, scenario_routing
 from pdd_plan.model.llm import ModelSpec
 from pdd_plan.model.prefill_batch import prefill_capacity_rps
 from pdd_plan.model.roofline import Instance
@@ -168,9 +168,4 @@ def candidates(
 
 
 def default_policy(scenario: Scenario) -> RoutingPolicy:
-    p = scenario.policy
-    return RoutingPolicy(
-        rld_hit_threshold=p.rld_hit_threshold if p.rld_hit_threshold is not None else 0.9,
-        handoff=p.handoff if p.handoff != "auto" else "catch_up",
-        short_output_cutoff=p.short_output_cutoff.enabled,
-    )
+    return scenario_routing(scenario.policy)

@@ -18,6 +18,7 @@ from pdd_plan import __version__
 from pdd_plan.errors import visible
 from pdd_plan.loaders.catalog_digest import catalog_digest, catalog_files
 from pdd_plan.loaders.catalog_overlay import provenance_facts
+from pdd_plan.loaders.engine_profile import profile_facts
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.report.bom_items import HOURS_PER_YEAR, NO_PURCHASE_PRICE, NOT_INCLUDED, Bill, bill
 from pdd_plan.units import HOURS_PER_MONTH
@@ -80,6 +81,7 @@ def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str
                            f"{NO_PURCHASE_PRICE} is said where the catalog has none"),
         ("hours", f"a month is {HOURS_PER_MONTH:g} h, a year {HOURS_PER_YEAR:g} h"),
         *provenance_facts(getattr(catalog, "overlay", None), s.model_file),  # not in the digest
+        *profile_facts(s.engine.profile),  # a profile kept with --accept-poor-fit says so
     ]  # fmt: skip
 
 

@@ -11,6 +11,7 @@ HEADER = """\
 # Efficiency fractions multiply the catalog's measured ones; seconds terms are added.
 # cv_error_frac: cross-validated median absolute relative error of the step time
 # (decode, prefill, mixed: calibrate steps) or of serving TTFT and TPOT (calibrate serving).
+# poor_fit: present only when kept with --accept-poor-fit; every answer using it says so.
 """
 
 
@@ -31,6 +32,8 @@ def profile_document(profile: EngineProfile) -> dict:
         ]
     if profile.cv_error_frac:
         doc["cv_error_frac"] = {p: round(float(v), 4) for p, v in profile.cv_error_frac}
+    if profile.poor_fit:
+        doc["poor_fit"] = list(profile.poor_fit)
     return doc
 
 

@@ -56,10 +56,13 @@ def test_a_cell_past_any_iteration_is_one_line_not_a_traceback(cli, tmp_path, co
 
 
 def test_the_data_itself_calibrates(cli, tmp_path):
+    """The rows read and fit. They are no roofline engine's (a 2 ms step of a 32B model
+    that reads 65 GB of weights at 2.9 TB/s: 22 ms at least), so the fit is refused as
+    poor since issue #22 and kept, marked, with --accept-poor-fit."""
     (tmp_path / "steps.csv").write_text(HEADER + "\n" + "\n".join(rows()) + "\n")
-    done = cli("calibrate", "steps", "steps.csv", *ARGS)
+    done = cli("calibrate", "steps", "steps.csv", *ARGS, "--accept-poor-fit")
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "p.yaml").exists()
+    assert "poor_fit:" in (tmp_path / "p.yaml").read_text()
 
 
 def test_a_profile_with_a_large_cv_error_reads_back(cli, tmp_path):

@@ -41,7 +41,9 @@ def _cutoff_on(catalog, scenario, threshold=None, on=True, md_cache_tokens=None)
         decode_cache_capacity_tokens=md_cache_tokens,
     )  # fmt: skip
     s = dataclasses.replace(scenario, policy=policy)
-    plan = load_plan(scenarios_dir() / "plans" / "pdd-paper-pdd.yaml", s, catalog)
+    # read against the shipped scenario, whose cut-off agrees with the file's (issue #22:
+    # a plan stating another cut-off than its scenario's is refused), then both turned
+    plan = load_plan(scenarios_dir() / "plans" / "pdd-paper-pdd.yaml", scenario, catalog)
     plan = dataclasses.replace(
         plan, policy=dataclasses.replace(plan.policy, short_output_cutoff=on)
     )
