@@ -161,10 +161,10 @@ def _placement(prob, usable: list[Candidate], n, y) -> None:
     for c in usable:
         if c.role in BESIDE_ROLES:
             homes = [y[p.key] for p in prefill if p.datacenter == c.datacenter]
-            name = f"{c.key}_only_beside_prefill"
+            name = nm.beside_prefill_constraint(c)
         elif c.role in ACROSS_ROLES:
             homes = [y[p.key] for p in prefill if p.datacenter != c.datacenter]
-            name = f"{c.key}_only_across_the_line_from_prefill"
+            name = nm.across_the_line_constraint(c)
         else:
             continue
         prob += n[c.key] <= MAX_INSTANCES * pulp.lpSum(homes), name

@@ -49,6 +49,14 @@ def only_chosen_constraint(c) -> str:
     return f"only_the_chosen_type_of_{of_candidate(c)}"
 
 
+def beside_prefill_constraint(c) -> str:
+    return f"{of_candidate(c)}_only_beside_prefill"
+
+
+def across_the_line_constraint(c) -> str:
+    return f"{of_candidate(c)}_only_across_the_line_from_prefill"
+
+
 def lines_var(tier: str) -> str:
     return f"lines_of_{short_id(tier)}"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from typing import NamedTuple
 
 import pytest
 import yaml
@@ -95,6 +96,13 @@ def test_a_long_id_solves_to_the_same_answer_with_bounded_lp_names(cli, tmp_path
     assert any(n.startswith("instances_of_") for n in names)  # the dump still reads
 
 
+class Cand(NamedTuple):  # what the candidates' names read of a candidate
+    role: str
+    datacenter: str
+    gpu: str
+    gpus_per_instance: int
+
+
 def test_lp_names_are_bounded_and_unique_for_any_id_length():
     """Every name formulate and the elastic copy build fits PuLP's limit at ids of up to
     5,000 characters, and distinct ids (even sharing a long prefix, or a kept id that
@@ -117,6 +125,8 @@ def test_lp_names_are_bounded_and_unique_for_any_id_length():
                 lp_names.shortfall_var(lp_names.spending_constraint(dc)),
                 lp_names.shortfall_var(lp_names.power_constraint(dc)),
                 lp_names.lines_var(gpu),
+                lp_names.across_the_line_constraint(Cand(longest_role, dc, gpu, 4096)),
+                lp_names.beside_prefill_constraint(Cand(longest_role, dc, gpu, 4096)),
             ]
             assert max(map(len, names)) <= PULP_LP_NAME_CHARS, names
 

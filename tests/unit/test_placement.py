@@ -37,9 +37,7 @@ def _two_sites(roles_a, roles_b):
         (["relay_decode", "main_decode"], 0, "relay_decode"),  # a relay away from prefill
     ],
 )
-def test_a_beside_prefill_role_without_prefill_is_refused(
-    tmp_path, catalog, roles_b, index, role
-):
+def test_a_beside_prefill_role_without_prefill_is_refused(tmp_path, catalog, roles_b, index, role):
     path = _write(tmp_path, _two_sites(["prefill"], roles_b))
     with pytest.raises(InputError) as err:
         load_scenario(path, catalog)
