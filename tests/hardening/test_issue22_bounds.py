@@ -1,0 +1,51 @@
+"""Issue #22 item 11: no unbounded work. `report --hit-rates` is capped like every list
+option; `trace analyze` refuses, with the figure, a trace whose caches would outgrow
+their memory bound (instead of taking gigabytes); a rate beyond what the GPUs allowed
+could carry is refused in start-up time (tests/property/test_capacity_ceiling.py holds
+the proof side)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from pdd_plan.errors import InputError
+
+
+def _shared():
+    """tests/hardening/conftest.py's helpers (the tests are not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "hardening_shared_issue22_bounds", Path(__file__).with_name("conftest.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_h = _shared()
+assert_one_error_line, TINY = _h.assert_one_error_line, _h.TINY
+
+
+# ---- g: report --hit-rates -------------------------------------------------------------
+
+
+def test_999_hit_rates_are_refused_at_once_with_the_figure_and_the_cap(cli, tmp_path):
+    values = ",".join(f"{i / 1000:.3f}" for i in range(1, 1000))
+    done = cli("report", "-o", "r.html", "--hit-rates", values, timeout=60)
+    assert_one_error_line(done, 2, "--hit-rates", "999 values", "at most 32")
+    assert done.stdout == "" and not (tmp_path / "r.html").exists()
+
+
+def test_the_hit_rate_cap_and_repeats():
+    from pdd_plan.cli.report_cmd import MAX_HIT_MEANS, _hit_means
+
+    at_cap = ",".join(f"{i / 100:.2f}" for i in range(MAX_HIT_MEANS))
+    assert len(_hit_means(at_cap)) == MAX_HIT_MEANS
+    with pytest.raises(InputError, match=f"{MAX_HIT_MEANS + 1} values"):
+        _hit_means(at_cap + ",0.99")
+    with pytest.raises(InputError, match="0.5 more than once"):
+        _hit_means("0.3,0.5,0.5")
