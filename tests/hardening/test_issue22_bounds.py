@@ -7,6 +7,7 @@ the proof side)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -49,3 +50,53 @@ def test_the_hit_rate_cap_and_repeats():
         _hit_means(at_cap + ",0.99")
     with pytest.raises(InputError, match="0.5 more than once"):
         _hit_means("0.3,0.5,0.5")
+
+
+# ---- h: trace analyze memory -----------------------------------------------------------
+
+
+def unique_blocks_trace(path: Path, requests: int, blocks: int) -> Path:
+    """`requests` requests a second apart, each with `blocks` never-seen blocks."""
+    lines = []
+    for i in range(requests):
+        ids = list(range(i * blocks, (i + 1) * blocks))
+        row = {"timestamp": i * 1000, "input_length": 512 * blocks, "output_length": 10,
+               "hash_ids": ids}  # fmt: skip
+        lines.append(json.dumps(row) + "\n")
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize(
+    "capacity, bytes_per_block, refused_at",
+    [
+        # unlimited: every distinct block kept; 1,000 blocks' worth: past it at request 101
+        (None, "SET_BYTES_PER_BLOCK", 101),
+        # an LRU of 5,000 blocks (never full here), 300 blocks' worth: at request 31
+        (5000, "LRU_BYTES_PER_BLOCK", 31),
+    ],
+)
+def test_trace_caches_past_their_memory_bound_are_refused(
+    tmp_path, monkeypatch, capacity, bytes_per_block, refused_at
+):
+    from pdd_plan.loaders import trace_lru
+    from pdd_plan.loaders.trace_analyze import analyze
+
+    blocks_allowed = 1000 if capacity is None else 300
+    per_block = getattr(trace_lru, bytes_per_block)
+    monkeypatch.setattr(trace_lru, "MAX_CACHE_BYTES", blocks_allowed * per_block)
+    trace = unique_blocks_trace(tmp_path / "t.jsonl", 200, 10)
+    with pytest.raises(InputError) as refused:
+        analyze(trace, capacities_blocks=(capacity,), decode_capacity_blocks=capacity)
+    message = str(refused.value)
+    assert f"request {refused_at}" in message, message
+    assert f"{refused_at * 10:,} prefix blocks" in message, message
+
+
+def test_a_trace_within_the_bound_is_analysed_whole(tmp_path):
+    from pdd_plan.loaders.trace_analyze import analyze
+
+    trace = unique_blocks_trace(tmp_path / "t.jsonl", 200, 10)
+    found = analyze(trace, capacities_blocks=(None,), reuse_curve=True)
+    assert len(found.input_tokens) == 200
+    assert float(found.unlimited.hit_frac.max()) == 0.0  # no block ever repeats
