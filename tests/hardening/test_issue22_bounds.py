@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pdd_plan.errors import InputError
 
@@ -100,3 +101,15 @@ def test_a_trace_within_the_bound_is_analysed_whole(tmp_path):
     found = analyze(trace, capacities_blocks=(None,), reuse_curve=True)
     assert len(found.input_tokens) == 200
     assert float(found.unlimited.hit_frac.max()) == 0.0  # no block ever repeats
+
+
+# ---- i: a rate beyond the GPUs ---------------------------------------------------------
+
+
+def test_1e7_req_s_is_refused_with_each_role_ceiling(cli, tmp_path):
+    data = {**TINY, "workload": {**TINY["workload"], "arrival_rate_per_s": 1e7}}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    done = cli("solve", "s.yaml", "--architecture", "idc_pd", "--format", "json")
+    line = assert_one_error_line(done, 3, "prefill saturation: needs 1e+07 req/s", "saturates")
+    answer = json.loads(done.stdout)
+    assert answer["status"] == "infeasible" and answer["reason"] in line
