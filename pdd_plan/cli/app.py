@@ -4,7 +4,10 @@ Expected errors (bad input 2, infeasible 3, solver 4, no plan found but not prov
 infeasible 5: the search stopped at --time-limit first) print one line each and no
 traceback; bugs keep theirs (exit 1). `--debug` (or PDD_PLAN_DEBUG=1) shows tracebacks
 always, and the exit code stays the error's. Ctrl-C exits 130 and SIGTERM 143, each with
-one line; a closed stdout (`| head -1`) exits 141 quietly.
+one line that says which outputs were written whole before it and which were not (every
+output is written whole or not at all; the code stays 130 or 143 even when all were
+written, since what the command prints may be cut); a closed stdout (`| head -1`) exits
+141 quietly.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import traceback
 import typer
 
 from pdd_plan import __version__
-from pdd_plan.cli import catalog_dir
+from pdd_plan.cli import catalog_dir, output_guard
 from pdd_plan.cli.fast_params import install
 from pdd_plan.cli.lazy import Lazy, lazy_group
 from pdd_plan.errors import PddPlanError, visible
@@ -153,6 +156,12 @@ def _quiet_broken_pipe() -> None:
     sys.exit(EXIT_BROKEN_PIPE)
 
 
+def _stopped(what: str) -> list[str]:
+    """The interrupt's line, with what was written before it."""
+    note = output_guard.written_note()
+    return [f"{what} {note}" if note else what]
+
+
 def _run(command, args: list[str], debug: bool) -> None:
     try:
         rv = command.main(args=args, prog_name="pdd-plan", standalone_mode=False)
@@ -171,7 +180,7 @@ def _run(command, args: list[str], debug: bool) -> None:
         if kind == "Exit":
             sys.exit(exc.exit_code)
         if kind == "Abort":
-            _fail(["aborted"], EXIT_INTERRUPTED)
+            _fail(_stopped("aborted"), EXIT_INTERRUPTED)
         if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
             raise  # a bug: its traceback, exit 1
         if kind == "NoArgsIsHelpError":
@@ -196,6 +205,14 @@ def main(argv: list[str] | None = None) -> None:
     if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to print
         _fail(["standard output: found closed; expected an open stdout (a file, a pipe "
                "or a terminal)"], 2)  # fmt: skip
+    output_guard.begin_run()  # what this command opens and writes, from here
+    try:
+        _command(args, debug)
+    finally:
+        output_guard.end_run()
+
+
+def _command(args: list[str], debug: bool) -> None:
     try:
         args, overlay = catalog_dir.take_catalog_dir(args)
         if overlay is not None:
@@ -211,10 +228,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         if debug:
             traceback.print_exc()
-        _fail(["interrupted (SIGINT)"], EXIT_INTERRUPTED)
+        _fail(_stopped("interrupted (SIGINT)"), EXIT_INTERRUPTED)
     except Terminated:
         if debug:
             traceback.print_exc()
-        _fail(["terminated (SIGTERM)"], EXIT_TERMINATED)
+        _fail(_stopped("terminated (SIGTERM)"), EXIT_TERMINATED)
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -15,11 +15,26 @@ from pdd_plan.cli.progress import bars, progress_option, step
 from pdd_plan.errors import InputError
 from pdd_plan.report.files import write_atomic
 
+# the bathtub plot's points: each starts a solve, two where the report also draws a
+# baseline architecture (report_build.extra_points), so 999 values started 2,002 solves;
+# 32 points draw a smooth curve, and a finer one is a sweep of the hit-rate mean
+MAX_HIT_MEANS = 32
+
 
 def _hit_means(text: str | None):
-    """The means `--hit-rates` names, checked; None when not given (build's default)."""
+    """The means `--hit-rates` names, checked; None when not given (build's default).
+    Counted before parsed: a list past the cap is refused at once."""
     if text is None:
         return None
+    count = text.count(",") + 1
+    if count > MAX_HIT_MEANS:
+        from pdd_plan.plan.scenario_edit import HIT_MEAN_KEY
+
+        raise InputError.single(
+            "command line", "--hit-rates", f"{count:,} values",
+            f"at most {MAX_HIT_MEANS} (each starts one or two solves); for more points, "
+            f"`pdd-plan sweep SCENARIO --vary {HIT_MEAN_KEY}=LOW:HIGH:STEP`",
+        )  # fmt: skip
     try:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
@@ -28,6 +43,12 @@ def _hit_means(text: str | None):
         raise InputError.single(
             "command line", "--hit-rates", repr(text), "means between 0 and 1, e.g. 0.3,0.7,0.95"
         )
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise InputError.single(
+            "command line", "--hit-rates", f"{repeated[0]:g} more than once",
+            "each mean once (a repeat solves the same case again)",
+        )  # fmt: skip
     return values
 
 

@@ -14,6 +14,7 @@ import errno
 import io
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from pdd_plan.errors import InputError
@@ -37,6 +38,42 @@ _KIND_FOUND = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+class _Run:
+    """What this command has opened: off (library use, nothing kept) until `begin_run`."""
+
+    recording = False
+    opened: dict[tuple[int, int], str] = {}  # (device, inode) -> the path it was opened by
+    check: Callable[[str, os.stat_result], None] | None = None
+
+
+def begin_run() -> None:
+    """A command starts: record every input it opens from now on (cli/app.py)."""
+    _Run.recording, _Run.opened, _Run.check = True, {}, None
+
+
+def end_run() -> None:
+    """The command is over: nothing recorded or checked any more."""
+    _Run.recording, _Run.opened, _Run.check = False, {}, None
+
+
+def opened_inputs() -> dict[tuple[int, int], str]:
+    """The inputs opened so far in this command, by (device, inode)."""
+    return dict(_Run.opened)
+
+
+def watch_opens(check: Callable[[str, os.stat_result], None] | None) -> None:
+    """From now on every input opened is shown to `check(path, its fstat)` first, which
+    raises to refuse it (None: back to recording)."""
+    _Run.check = check
+
+
+def _opened(path: Path | str, info: os.stat_result) -> None:
+    if _Run.check is not None:
+        _Run.check(str(path), info)
+    elif _Run.recording:
+        _Run.opened.setdefault((info.st_dev, info.st_ino), str(path))
 
 
 def shown_path(path: Path | str) -> str:
@@ -64,10 +101,12 @@ def open_input(path: Path | str, what: str) -> io.BufferedReader:
             raise InputError.single(shown_path(path), "", "a path with a NUL byte", what) from None
         raise os_error(path, exc, what) from None
     try:
-        mode = os.fstat(fd).st_mode
+        info = os.fstat(fd)
+        mode = info.st_mode
         if not stat.S_ISREG(mode):
             found = next((text for test, text in _KIND_FOUND if test(mode)), "a special file")
             raise InputError.single(shown_path(path), "", found, f"{what} (a regular file)")
+        _opened(path, info)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:

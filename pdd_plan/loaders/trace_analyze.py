@@ -12,7 +12,8 @@ import numpy as np
 from pdd_plan.errors import InputError
 from pdd_plan.loaders import trace_reuse
 from pdd_plan.loaders import trace_stats as stats
-from pdd_plan.loaders.trace_lru import PrefixCache
+from pdd_plan.loaders.input_files import shown_path
+from pdd_plan.loaders.trace_lru import PrefixCache, check_held
 from pdd_plan.loaders.trace_reuse import ReuseCurve
 from pdd_plan.loaders.traces import read_trace
 
@@ -81,8 +82,9 @@ def analyze(
     `capacities_blocks[0]` is the prefill-side cache the workload uses; the rest form the
     hit-rate-against-capacity sweep. The decode-side cache sees the same requests (in PDD
     every request ends on a main-decode instance) with its own capacity. Memory: the
-    caches asked for (an unlimited one holds every distinct block) plus 8 bytes per request
-    and cache for the hit rates and 24 per request for arrivals and lengths.
+    caches asked for (an unlimited one holds every distinct block), refused past
+    trace_lru.MAX_CACHE_BYTES together, plus 8 bytes per request and cache for the
+    hit rates and 24 per request for arrivals and lengths.
 
     `reuse_curve`: also MD's LRU curve (trace_reuse.py), from an unlimited cache (added
     if not asked for) and a second pass over the file at a ladder of capacities.
@@ -90,22 +92,9 @@ def analyze(
     fmt, requests = read_trace(path, format_in)
     asked = (*capacities_blocks, decode_capacity_blocks)
     wanted = (*asked, *((None,) if reuse_curve else ()))  # the curve needs the ceiling
-    caches = {c: PrefixCache(c) for c in dict.fromkeys(wanted)}
-    hits = {c: array("d") for c in caches}
-    arrival_s, inputs, outputs = array("d"), array("q"), array("q")
-    has_hashes, out_of_order, last_s = True, 0, float("-inf")
-    for request in requests:
-        arrival_s.append(request.arrival_s)
-        inputs.append(request.input_tokens)
-        outputs.append(request.output_tokens)
-        out_of_order += request.arrival_s < last_s
-        last_s = request.arrival_s
-        if request.hash_ids is None:
-            has_hashes = False
-            continue
-        for capacity, cache in caches.items():
-            hit_tokens = min(cache.replay(request.hash_ids) * block_tokens, request.input_tokens)
-            hits[capacity].append(hit_tokens / request.input_tokens)
+    p = _replay(requests, dict.fromkeys(wanted), block_tokens, shown_path(path))
+    arrival_s, inputs, outputs, hits = p.arrival_s, p.inputs, p.outputs, p.hits
+    has_hashes, out_of_order = p.has_hashes, p.out_of_order
     try:
         arrival_stats = stats.arrivals(np.frombuffer(arrival_s, float))
     except ValueError:
@@ -122,10 +111,11 @@ def analyze(
         reuse = trace_reuse.reuse_curve(
             read_trace(path, fmt)[1],  # the second pass: the ladder needs the working set
             block_tokens=block_tokens,
-            working_set_blocks=len(caches[None]),
+            working_set_blocks=p.working_set_blocks,
             mean_input_tokens=float(input_tokens.mean()),
             unlimited_hit_tokens=round(float(np.dot(results[None].hit_frac, input_tokens))),
             arrival_rate_per_s=arrival_stats.rate_per_s,
+            path=shown_path(path),
         )
     return TraceAnalysis(
         path=str(path),
@@ -142,3 +132,40 @@ def analyze(
         out_of_order=out_of_order,
         reuse=reuse,
     )
+
+
+@dataclass
+class _Pass:
+    """What one pass over the trace keeps: compact arrays, and the caches' sizes (the
+    caches themselves are dropped when it ends)."""
+
+    arrival_s: array = field(default_factory=lambda: array("d"))
+    inputs: array = field(default_factory=lambda: array("q"))
+    outputs: array = field(default_factory=lambda: array("q"))
+    hits: dict = field(default_factory=dict)
+    has_hashes: bool = True
+    out_of_order: int = 0
+    working_set_blocks: int = 0  # distinct blocks (the unlimited cache's size), if asked
+
+
+def _replay(requests, capacities: dict, block_tokens: int, path: str) -> _Pass:
+    """Every request through one cache per capacity, in file order; refused once the
+    caches take more than trace_lru.MAX_CACHE_BYTES together."""
+    caches = {c: PrefixCache(c) for c in capacities}
+    p = _Pass(hits={c: array("d") for c in caches})
+    last_s = float("-inf")
+    for count, request in enumerate(requests, 1):
+        p.arrival_s.append(request.arrival_s)
+        p.inputs.append(request.input_tokens)
+        p.outputs.append(request.output_tokens)
+        p.out_of_order += request.arrival_s < last_s
+        last_s = request.arrival_s
+        if request.hash_ids is None:
+            p.has_hashes = False
+            continue
+        for capacity, cache in caches.items():
+            hit_tokens = min(cache.replay(request.hash_ids) * block_tokens, request.input_tokens)
+            p.hits[capacity].append(hit_tokens / request.input_tokens)
+        check_held(caches.values(), path, count)
+    p.working_set_blocks = len(caches[None]) if None in caches else 0
+    return p

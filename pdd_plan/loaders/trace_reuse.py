@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.loaders.trace_lru import PrefixCache
+from pdd_plan.loaders.trace_lru import PrefixCache, check_held
 
 # capacities written: 8 is enough to follow an LRU curve's knee at a geometric step of
 # (working set / one prompt)^(1/7) and keeps the scenario block one line per list
@@ -56,16 +56,20 @@ def hit_tokens(hit_blocks: int, block_tokens: int, input_tokens: int) -> int:
     return min(hit_blocks * block_tokens, input_tokens)
 
 
-def replay_ladder(requests: Iterable, ladder: list[int], block_tokens: int) -> dict[int, int]:
-    """Token hits summed over the requests, one LRU per capacity of `ladder` (blocks)."""
+def replay_ladder(
+    requests: Iterable, ladder: list[int], block_tokens: int, path: str = "trace"
+) -> dict[int, int]:
+    """Token hits summed over the requests, one LRU per capacity of `ladder` (blocks);
+    refused once the caches take more than trace_lru.MAX_CACHE_BYTES together."""
     caches = {c: PrefixCache(c) for c in ladder}
     totals = dict.fromkeys(ladder, 0)
-    for request in requests:
+    for count, request in enumerate(requests, 1):
         if request.hash_ids is None:
             continue
         for capacity, cache in caches.items():
             blocks = cache.replay(request.hash_ids)
             totals[capacity] += hit_tokens(blocks, block_tokens, request.input_tokens)
+        check_held(caches.values(), path, count)
     return totals
 
 
@@ -77,13 +81,14 @@ def reuse_curve(
     mean_input_tokens: float,
     unlimited_hit_tokens: float,
     arrival_rate_per_s: float,
+    path: str = "trace",
 ) -> ReuseCurve | None:
     """The curve on the ladder, or None when no request ever hits (nothing to keep)."""
     if unlimited_hit_tokens <= 0:
         return None
     smallest = math.ceil(mean_input_tokens / block_tokens)
     ladder = ladder_blocks(smallest, working_set_blocks)
-    totals = replay_ladder(requests, ladder, block_tokens)
+    totals = replay_ladder(requests, ladder, block_tokens, path)
     fracs = np.minimum([totals[c] / unlimited_hit_tokens for c in ladder], 1.0)
     fracs = np.maximum.accumulate(fracs)  # exact already (LRU inclusion); kept safe
     return ReuseCurve(

@@ -47,6 +47,7 @@ from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, meets_sla, pre
 from pdd_plan.model.placement import placement_problem
 from pdd_plan.model.workload import request_classes
 from pdd_plan.plan.bounds import Ceiling
+from pdd_plan.plan.capacity_ceiling import refuse_beyond_capacity
 from pdd_plan.plan.ceilings import line_within_cap
 from pdd_plan.plan.goal import (  # noqa: F401 (the names also read from here)
     BCR_HEADROOM,
@@ -93,6 +94,9 @@ class Search(Pruning):
     # a dead row's bigger lines are not queued (False: queued and skipped when met, as the
     # walk did before issue #15; the same plans are evaluated in the same order)
     prune_dead_lines: bool = True
+    # refuse (capacity_ceiling.CapacityError) a rate some role's GPUs could never carry,
+    # before any count is bounded (solve asks for it; a walk alone finds no plan instead)
+    refuse_beyond_ceiling: bool = False
     evaluations: int = 0
     goal: Goal = field(init=False)
     spaces: list[Space] = field(init=False)
@@ -122,6 +126,8 @@ class Search(Pruning):
         # set-up counts against the time limit: bounding candidates raises OutOfTime past it
         self.plans.deadline = self.deadline
         self.roles = self.plans.roles
+        if self.refuse_beyond_ceiling:  # bounding 1e5-instance counts took seconds (#22)
+            refuse_beyond_capacity(self.plans, self.policies, self.goal)
         self.spaces = [self.plans.space(p) for p in self.policies]
         self.deployment = self.plans.deployment
         self._allowed = self.plans.allowed

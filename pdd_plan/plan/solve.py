@@ -216,7 +216,7 @@ def solve(
     try:
         search = sr.Search(
             scenario, model, gpus, tiers, architecture, policies, tuple(resolution),
-            deadline=deadline,
+            deadline=deadline, refuse_beyond_ceiling=True,
         )  # fmt: skip
     except OutOfTime:  # still bounding the candidates: nothing is proven
         return SolveResult(

@@ -85,6 +85,11 @@ class Spaces:
             (dc.id, o.gpu): o.max_gpus for dc in scenario.datacenters for o in dc.gpus
         }
 
+    def check_time(self) -> None:
+        """OutOfTime once the deadline has passed (bounding candidates counts)."""
+        if time.perf_counter() > self.deadline:
+            raise OutOfTime
+
     def _classes_routes(self, policy, c):
         """The classes split by MD residency and their routes (decode_cache.routed)."""
         return routed(self.scenario_for(policy), self.arch, policy, c, self.model)
@@ -155,8 +160,7 @@ class Spaces:
                 for n in shapes(gpu.gpus_per_node, offer.gpus_per_instance):
                     if offer.max_gpus is not None and n > offer.max_gpus:
                         continue
-                    if time.perf_counter() > self.deadline:
-                        raise OutOfTime
+                    self.check_time()
                     key = f"{role}_{dc.id}_{gpu.id}_x{n}"
                     inst = self._instance(gpu.id, n)
                     if not inst.fits():

@@ -31,6 +31,9 @@ from pathlib import Path
 from pdd_plan.errors import InputError
 
 STDOUT = "-"
+# every output this process wrote whole, as named, in order: after an interrupt the CLI
+# says which outputs were written (cli/output_guard.py)
+WRITTEN: list[str] = []
 _WRITE_THROUGH = (stat.S_ISFIFO, stat.S_ISCHR)
 
 
@@ -123,6 +126,7 @@ def write_atomic(path: Path | str, text: str | bytes) -> None:
             stream.flush()
             stream.buffer.write(data)
             stream.buffer.flush()
+            WRITTEN.append(str(path))
             return
         try:
             info = os.stat(path)  # follows every link, /proc's magic ones too
@@ -133,10 +137,11 @@ def write_atomic(path: Path | str, text: str | bytes) -> None:
         if info is not None and writes_through(info.st_mode):
             with open(path, "wb") as handle:
                 handle.write(data)
-            return
-        _replace(resolved(path), data, info)
+        else:
+            _replace(resolved(path), data, info)
     except OSError as exc:
         raise write_error(path, exc) from None
+    WRITTEN.append(str(path))
 
 
 def _replace(target: Path, data: bytes, old: os.stat_result | None) -> None:
@@ -193,6 +198,7 @@ def write_folder(path: Path | str, contents: Mapping[str, str | bytes]) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    WRITTEN.append(str(path))
 
 
 def _swap_in(new: Path, target: Path, exists: bool) -> None:

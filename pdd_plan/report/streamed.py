@@ -17,6 +17,7 @@ from typing import TextIO
 
 from pdd_plan.report.files import (
     STDOUT,
+    WRITTEN,
     keep_mode_and_owner,
     new_file,
     resolved,
@@ -33,6 +34,7 @@ def streamed_text(path: Path | str) -> Iterator[TextIO]:
     if str(path) == STDOUT:
         yield sys.stdout
         sys.stdout.flush()
+        WRITTEN.append(str(path))
         return
     target = resolved(path)
     try:
@@ -43,11 +45,12 @@ def streamed_text(path: Path | str) -> Iterator[TextIO]:
             handle = open(target, "w", encoding="utf-8", newline="")  # noqa: SIM115
             with handle:
                 yield handle
-            return
-        with _replacing(target, info) as handle:
-            yield handle
+        else:
+            with _replacing(target, info) as handle:
+                yield handle
     except OSError as exc:
         raise write_error(path, exc) from None
+    WRITTEN.append(str(path))
 
 
 def _stat_or_none(target: Path) -> os.stat_result | None:
