@@ -54,10 +54,11 @@ def no_plan_answer(scenario_name: str, status: str, reason: str, solved: dict, *
 
 
 def _why(s: Scenario, entry: dict, catalog, resolution, time_limit_s) -> tuple[str, list]:
-    """One architecture's reason and shortfalls."""
+    """One architecture's reason and shortfalls, each relaxation checked (plan/relax.py)."""
     from pdd_plan.plan.candidates import default_policy
-    from pdd_plan.plan.elastic import infeasible_answer
+    from pdd_plan.plan.relax import checked
     from pdd_plan.plan.solve import Attempt
+    from pdd_plan.plan.why_none import infeasible_answer, with_relaxations
 
     run = (s, catalog.model_for(s), catalog.gpus, catalog.lines, entry["architecture"])
     error = entry.get("error")
@@ -68,7 +69,8 @@ def _why(s: Scenario, entry: dict, catalog, resolution, time_limit_s) -> tuple[s
             found = infeasible_answer(*run, [], resolution, time_limit_s)[1]
             if found:
                 reason += " (" + "; ".join(map(_figures, found)) + ")"
-        return reason, found
+        found = checked(run[0], found, (*run[1:], resolution, time_limit_s))
+        return with_relaxations(reason, found), found
     base = default_policy(s)
     attempts = [
         Attempt(
@@ -80,7 +82,8 @@ def _why(s: Scenario, entry: dict, catalog, resolution, time_limit_s) -> tuple[s
         )
         for a in entry["solver"]["policies_tried"]
     ]
-    return infeasible_answer(*run, attempts, resolution, time_limit_s)
+    solved = (entry.get("reason", ""), entry.get("shortfalls", []))
+    return infeasible_answer(*run, attempts, resolution, time_limit_s, solved)
 
 
 def _figures(shortfall: dict) -> str:

@@ -1,0 +1,229 @@
+"""How close the plans come when the walk proves that none meets the SLA under the
+utilisation cap and no SLA floor (floors.py) or WAN ceiling (ceilings.py) said why.
+
+Each candidate mix (a routing policy and one candidate per role) has a corner: every role
+at the most instances the scenario lets it have (availability and power, each role taking
+what the others' fewest leave: Spaces.within_availability) on the line mix of most
+capacity. By the monotonicity the search rests on (solve.py: an instance or a line more
+never breaks an SLA that held, and a role's load falls as its instances grow), no plan of
+a mix has a lower TTFT or TPOT percentile, or a lower utilisation, than its corner. So,
+over every mix, the least figure a corner reaches is a floor of what any allowed plan
+reaches ("at least" that limit is needed), and the closest corner is the plan to show.
+Corners are evaluated at the rate every plan must carry (Goal.floor_rps), under every
+hit-rate distribution (the worst of them).
+
+When the closest corner meets the SLA and the cap, what stops it is a limit it breaks
+(GPUs of a pool two roles share, power, a budget): those are named with what the corner
+uses, a figure that suffices (the corner then fits) though rarely the least.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+
+from pdd_plan.errors import SaturatedError
+from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, prepare, snapshot
+from pdd_plan.plan.figures import down_3g, up_3g
+from pdd_plan.plan.limits_used import limits_broken
+from pdd_plan.plan.no_candidate import role_misses
+from pdd_plan.plan.role_cap import LINE_ROLES
+from pdd_plan.plan.shortfalls import Miss
+
+# mixes whose corner is evaluated, at most (about 10 ms each on a small PDD scenario): a
+# count, not a time, so the answer does not depend on the machine's speed; past it, the
+# figures are the closest of those corners', and no floor is claimed
+MAX_CORNERS = 48
+
+
+@dataclass
+class Corner:
+    deployment: object
+    sla: dict = field(default_factory=dict)  # (metric, percentile) -> worst value
+    util: dict = field(default_factory=dict)  # role -> worst utilisation
+    saturated: SaturatedError | None = None
+
+    def score(self, scenario) -> float:
+        """The worst ratio of a figure to its limit (> 1: missed); inf when saturated."""
+        if self.saturated is not None:
+            return math.inf
+        cap = scenario.policy.utilization_cap_frac
+        ratios = [v / _limit(scenario, key) for key, v in self.sla.items()]
+        ratios += [u / cap for role, u in self.util.items() if role not in LINE_ROLES]
+        return max(ratios, default=0.0)
+
+
+def _limit(scenario, key) -> float:
+    metric, p = key
+    return (scenario.sla.ttft_s if metric == "ttft" else scenario.sla.tpot_s)[p]
+
+
+def corner(search, sp, picks, counts) -> Corner:
+    """The mix's richest plan evaluated at the floor rate (the module doc)."""
+    d = search.deployment(sp, picks, counts, sp.lines[-1])
+    s, rate = search.scenario, search.goal.floor_rps
+    out = Corner(d)
+    for h in search.dists:
+        setup = prepare(s, d, search.model, search.gpus, search.tiers, search.resolution, h)
+        try:
+            snap = snapshot(setup, rate)
+        except SaturatedError as exc:
+            out.saturated = exc
+            return out
+        for p in s.sla.ttft_s:
+            _worst(out.sla, ("ttft", p), snap.ttft_quantile_s(p / 100))
+        for p in s.sla.tpot_s:
+            _worst(out.sla, ("tpot", p), snap.tpot_quantile_s(p / 100))
+        for role, u in snap.utilization_frac.items():
+            _worst(out.util, role, float(u))
+    return out
+
+
+def _worst(figures: dict, key, value: float) -> None:
+    figures[key] = max(figures.get(key, -math.inf), value)
+
+
+def corners(search) -> tuple[list[Corner], bool]:
+    """The corners of the richest mixes (most GPUs at their corner first; at most
+    MAX_CORNERS, none started past the solve's deadline), and whether every mix was
+    evaluated."""
+    mixes = []
+    for sp in search.spaces:
+        if not (all(sp.choices) and sp.lines):
+            continue
+        for picks in itertools.product(*sp.choices):
+            counts = search.plans.within_availability(picks, [ch.max_count for ch in picks])
+            gpus = sum(ch.gpus_per_instance * n for ch, n in zip(picks, counts, strict=True))
+            mixes.append((-gpus, len(mixes), sp, picks, counts))
+    mixes.sort(key=lambda m: m[:2])
+    out = []
+    for _, _, sp, picks, counts in mixes[:MAX_CORNERS]:
+        if out and time.perf_counter() > search.deadline:
+            break
+        out.append(corner(search, sp, picks, counts))
+    return out, len(out) == len(mixes)
+
+
+def closest_misses(search) -> tuple[str, list[Miss]]:
+    """One line and the shortfalls of the closest corner (the module doc); ("", []) when
+    no mix has a corner (a role without a candidate: solve names it otherwise)."""
+    found, every = corners(search)
+    if not found:  # a role without a candidate under every policy that has the others
+        roles = [r for i, r in enumerate(search.roles)
+                 if any(not sp.choices[i] for sp in search.spaces)]  # fmt: skip
+        misses = role_misses(search, roles)
+        what = "; ".join(f"{m.line()} (relax: {m.relaxation})" for m in misses)
+        return (f"no {search.arch} plan: {', '.join(roles)} no candidate serves alone ({what})"
+                if misses else "", misses)  # fmt: skip
+    s = search.scenario
+    best = min(found, key=lambda c: c.score(s))
+    where = _plan_text(best.deployment)
+    if best.saturated is not None:
+        return _saturated(search, found, where)
+    misses = _sla_misses(s, found, best, every) + _cap_misses(search, found, best, every)
+    if misses:
+        head = f"no {search.arch} plan meets the SLA under the utilisation cap"
+        claim = "at every plan allowed" if every else f"at the {len(found)} richest plans checked"
+        what = "; ".join(m.line() for m in misses)
+        busy = _busiest(best)
+        return f"{head}: {what} ({claim}; the closest: {where}{busy})", misses
+    cost = deployment_cost_usd_per_hour(s, best.deployment, search.gpus, search.tiers)
+    broken = limits_broken(search.plans, best.deployment, cost)
+    what = "; ".join(m.line() for m in broken)
+    return (
+        f"no {search.arch} plan that meets the SLA fits the scenario's limits: {what} "
+        f"(the closest plan that meets it: {where})",
+        broken,
+    )
+
+
+def _sla_misses(s, found, best, every: bool) -> list[Miss]:
+    """Each SLA percentile the closest corner misses, with the least any corner reaches
+    (a floor when `every` mix was evaluated) and the closest corner's figure to try."""
+    out = []
+    fine = [c for c in found if c.saturated is None]
+    for key, value in best.sla.items():
+        limit = _limit(s, key)
+        if value <= limit:
+            continue
+        least = min(c.sla[key] for c in fine)
+        metric, p = key
+        if metric == "ttft":
+            name, unit, scale, skey = f"TTFT P{p:g}", "s", 1.0, f"sla.ttft_p{p:g}_s"
+        else:
+            name, unit, scale, skey = f"TPOT P{p:g}", "ms", 1e3, f"sla.tpot_p{p:g}_ms"
+        floor = up_3g(least * scale)
+        relax = f"{skey} at least {floor}" if every else f"{skey} above {down_3g(limit * scale)}"
+        out.append(
+            Miss(
+                f"{name} (the least a plan allowed reaches)" if every else f"{name} (closest)",
+                least * scale, limit * scale, unit, relax, "sla",
+                ((skey, float(up_3g(value * scale))),),
+            )
+        )  # fmt: skip
+    return out
+
+
+def _cap_misses(search, found, best, every: bool) -> list[Miss]:
+    """Each GPU role the closest corner runs above the cap, at the floor rate."""
+    s, rate = search.scenario, search.goal.floor_rps
+    cap = s.policy.utilization_cap_frac
+    fine = [c for c in found if c.saturated is None]
+    over = {r: u for r, u in best.util.items() if r not in LINE_ROLES and u > cap}
+    if not over:
+        return []
+    needed = max(over.values())
+    out = []
+    for role in over:
+        least = min(c.util.get(role, math.inf) for c in fine)
+        floor = up_3g(least)
+        relax = f"more GPUs for {role} (max_gpus, power_budget_kw)"
+        settings = ()
+        if float(floor) <= 1:
+            word = "at least" if every else "above"
+            shown = floor if every else down_3g(cap)
+            relax = f"policy.utilization_cap_frac {word} {shown}, or {relax}"
+            if float(up_3g(needed)) <= 1:
+                settings = (("policy.utilization_cap_frac", float(up_3g(needed))),)
+        out.append(
+            Miss(f"{role} utilisation at {rate:.3g} req/s (the least at the most instances "
+                 "allowed)", least, cap, "", relax, "cap", settings)
+        )  # fmt: skip
+    return out
+
+
+def _saturated(search, found, where: str) -> tuple[str, list[Miss]]:
+    """Every corner saturates: the queue that does at the closest, with its load."""
+    exc = min(
+        (c.saturated for c in found),
+        key=lambda e: e.offered / e.capacity if e.capacity else math.inf,
+    )
+    rate = search.goal.floor_rps
+    below = rate * exc.capacity / exc.offered if exc.offered else rate
+    miss = Miss(
+        f"{exc.what} at the most instances allowed",
+        exc.offered, exc.capacity, "",
+        "more instances than the scenario allows (max_gpus, power_budget_kw), or "
+        f"workload.arrival_rate_per_s below {down_3g(below)}",
+        "saturation",
+    )  # fmt: skip
+    return (
+        f"no {search.arch} plan keeps up at {rate:.3g} req/s: {exc} (the richest: {where})",
+        [miss],
+    )
+
+
+def _busiest(c: Corner) -> str:
+    if not c.util:
+        return ""
+    role, u = max(c.util.items(), key=lambda kv: kv[1])
+    return f"; busiest: {role.replace('_', ' ')} at {u:.0%}"
+
+
+def _plan_text(d) -> str:
+    parts = [f"{g.role} {g.count} x {g.gpus_per_instance} {g.gpu} in {g.datacenter}"
+             for g in d.instances]  # fmt: skip
+    parts += [f"{ln.count} x {ln.tier}" for ln in d.lines]
+    return ", ".join(parts)
