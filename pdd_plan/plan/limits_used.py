@@ -58,7 +58,7 @@ def limits_broken(plans, d, cost_usd_per_hour: float) -> list[Miss]:
     settings = {key: value for m in out for key, value in m.settings}
     text = enough(settings, "the plan named fits then" if len(out) == 1 else
                   "together, the plan named fits then")  # fmt: skip
-    return [replace(m, relaxation=text) for m in out]
+    return [replace(m, relaxation=text, sufficient=True) for m in out]
 
 
 _UNIT = {"availability": "GPUs", "power": "kW", "budget": "$/h", "line": "lines"}

@@ -139,58 +139,60 @@ def closest_misses(search) -> tuple[str, list[Miss]]:
     )
 
 
+def _figure(closest: float, least: float, limit: float, every: bool) -> tuple[float, bool]:
+    """What a miss shows: the least any corner reaches, a floor of every plan allowed,
+    when every mix was evaluated and each misses the limit; else the closest corner's."""
+    if every and least > limit:
+        return least, True
+    return closest, False
+
+
 def _sla_misses(s, found, best, every: bool) -> list[Miss]:
-    """Each SLA percentile the closest corner misses, with the least any corner reaches
-    (a floor when `every` mix was evaluated) and the closest corner's figure to try."""
+    """Each SLA percentile the closest corner misses: the floor (or the closest corner's
+    figure, _figure) and, to try, the closest corner's figure rounded up."""
     out = []
     fine = [c for c in found if c.saturated is None]
     for key, value in best.sla.items():
         limit = _limit(s, key)
         if value <= limit:
             continue
-        least = min(c.sla[key] for c in fine)
+        needs, floor = _figure(value, min(c.sla[key] for c in fine), limit, every)
         metric, p = key
         if metric == "ttft":
             name, unit, scale, skey = f"TTFT P{p:g}", "s", 1.0, f"sla.ttft_p{p:g}_s"
         else:
             name, unit, scale, skey = f"TPOT P{p:g}", "ms", 1e3, f"sla.tpot_p{p:g}_ms"
-        floor = up_3g(least * scale)
-        relax = f"{skey} at least {floor}" if every else f"{skey} above {down_3g(limit * scale)}"
-        out.append(
-            Miss(
-                f"{name} (the least a plan allowed reaches)" if every else f"{name} (closest)",
-                least * scale, limit * scale, unit, relax, "sla",
-                ((skey, float(up_3g(value * scale))),),
-            )
-        )  # fmt: skip
+        relax = (f"{skey} at least {up_3g(needs * scale)}" if floor
+                 else f"{skey} above {down_3g(limit * scale)}")  # fmt: skip
+        label = f"{name} ({'the least any plan allowed reaches' if floor else 'the closest plan'})"
+        out.append(Miss(label, needs * scale, limit * scale, unit, relax, "sla",
+                        ((skey, float(up_3g(value * scale))),)))  # fmt: skip
     return out
 
 
 def _cap_misses(search, found, best, every: bool) -> list[Miss]:
-    """Each GPU role the closest corner runs above the cap, at the floor rate."""
+    """Each GPU role the closest corner runs above the cap at the floor rate, as
+    _sla_misses; the cap to try: the closest corner's busiest role's (when at most 1)."""
     s, rate = search.scenario, search.goal.floor_rps
     cap = s.policy.utilization_cap_frac
     fine = [c for c in found if c.saturated is None]
     over = {r: u for r, u in best.util.items() if r not in LINE_ROLES and u > cap}
     if not over:
         return []
-    needed = max(over.values())
+    to_try = float(up_3g(max(over.values())))
+    settings = (("policy.utilization_cap_frac", to_try),) if to_try <= 1 else ()
     out = []
-    for role in over:
+    for role, value in over.items():
         least = min(c.util.get(role, math.inf) for c in fine)
-        floor = up_3g(least)
-        relax = f"more GPUs for {role} (max_gpus, power_budget_kw)"
-        settings = ()
-        if float(floor) <= 1:
-            word = "at least" if every else "above"
-            shown = floor if every else down_3g(cap)
-            relax = f"policy.utilization_cap_frac {word} {shown}, or {relax}"
-            if float(up_3g(needed)) <= 1:
-                settings = (("policy.utilization_cap_frac", float(up_3g(needed))),)
-        out.append(
-            Miss(f"{role} utilisation at {rate:.3g} req/s (the least at the most instances "
-                 "allowed)", least, cap, "", relax, "cap", settings)
-        )  # fmt: skip
+        needs, floor = _figure(value, least, cap, every)
+        key = "policy.utilization_cap_frac"
+        relax = f"{key} at least {up_3g(needs)}" if floor else f"{key} above {down_3g(cap)}"
+        if float(up_3g(needs)) > 1:  # no cap the scenario may set (at most 1) is enough
+            relax = f"{key} above 1 would be needed"
+        relax += f", or more GPUs for {role} (max_gpus, power_budget_kw)"
+        where = "the least at the most instances allowed" if floor else "the closest plan"
+        out.append(Miss(f"{role} utilisation at {rate:.3g} req/s ({where})", needs, cap, "",
+                        relax, "cap", settings))  # fmt: skip
     return out
 
 

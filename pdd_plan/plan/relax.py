@@ -27,7 +27,7 @@ from pdd_plan.errors import InfeasibleError
 from pdd_plan.model.scenario import MAX_LINES
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.goal import Goal
-from pdd_plan.plan.limits_used import figure_for, limits_broken, uses
+from pdd_plan.plan.limits_used import OVER_REL, figure_for, limits_broken, uses
 from pdd_plan.plan.shortfalls import enough
 from pdd_plan.plan.space import Spaces
 
@@ -88,7 +88,7 @@ def checked(scenario, shortfalls: list[dict], run) -> list[dict]:
     the relaxation that says so (module doc). `run`: model, gpus, tiers, architecture,
     resolution, time limit."""
     settings = _settings(shortfalls)
-    plain = [{**s, "sufficient": False} for s in shortfalls]
+    plain = [{**s, "sufficient": s.get("sufficient", False)} for s in shortfalls]
     if not settings:
         return plain
     deadline = time.perf_counter() + CHECK_SHARE * run[5]
@@ -96,7 +96,7 @@ def checked(scenario, shortfalls: list[dict], run) -> list[dict]:
     for _ in range(MAX_ROUNDS):
         plan, found = _solve(scenario, settings, run, deadline)
         if plan is not None:
-            return _explained(scenario, entries, settings, plan, run, deadline)
+            return _explained(scenario, entries, len(shortfalls), settings, plan, run, deadline)
         raised = {k: max(v, settings.get(k, v)) for k, v in _settings(found).items()}
         if not raised or all(settings.get(k) == v for k, v in raised.items()):
             break
@@ -109,34 +109,38 @@ def checked(scenario, shortfalls: list[dict], run) -> list[dict]:
     return plain
 
 
-def _explained(scenario, entries, settings: dict, plan, run, deadline) -> list[dict]:
+def _explained(scenario, entries, first: int, settings: dict, plan, run, deadline) -> list:
     """With every figure set there is a plan. Where there are several shortfalls, each is
-    tried alone: those whose own figures suffice say so (the others keep their bound: they
-    are alternatives that were not shown to suffice); when none suffices alone, each says
-    what suffices together. Limits are lowered to what the plan found uses."""
+    tried alone: those whose own figures suffice say so, and the answer's others keep
+    their bound (alternatives not shown to suffice); when none suffices alone, each says
+    what suffices together. Limits are lowered to what the plan found uses; a limit it
+    keeps within is not needed and left out, as is a shortfall a later round added
+    (entries from `first` on) that is not needed."""
     keyed = [s for s in entries if s.get("set")]
     alone = {}
     if len(keyed) > 1:
         for s in keyed:
-            solo, _ = _solve(scenario, s["set"], run, deadline)
+            mine = {k: settings[k] for k in s["set"]}
+            solo, _ = _solve(scenario, mine, run, deadline)
             if solo is not None:
-                alone[id(s)] = _tightened(scenario, s["set"], solo, run)
+                alone[id(s)] = _tightened(scenario, mine, solo, run)
     together = _tightened(scenario, settings, plan, run)
     joint = enough(together, SOLVED if len(together) == 1 else SOLVED_ALL)
     out = []
-    for s in entries:
+    for i, s in enumerate(entries):
+        mine = {k: together[k] for k in s.get("set") or {} if k in together}
         if id(s) in alone:
             out.append(_sufficient(s, alone[id(s)], enough(alone[id(s)], SOLVED)))
-        elif s.get("set") and not alone:
-            out.append(_sufficient(s, {k: together[k] for k in s["set"]}, joint))
-        else:
-            out.append({**s, "sufficient": False})
+        elif mine and not alone:
+            out.append(_sufficient(s, mine, joint))
+        elif i < first and (alone or not s.get("set")):
+            out.append({**s, "sufficient": s.get("sufficient", False)})
     return out
 
 
 def _sufficient(s: dict, figures: dict, text: str) -> dict:
-    """The shortfall with its figures shown to suffice (a limit's `needs`: what the plan
-    found uses, where that is what the figure was lowered to)."""
+    """The shortfall with its figures shown to suffice (a limit's `needs`: the figure
+    that suffices, what the plan found uses rounded up)."""
     out = {**s, "set": figures, "relaxation": text, "sufficient": True}
     if s.get("kind") in LIMIT_KINDS and len(figures) == 1:
         (out["needs"],) = figures.values()
@@ -145,20 +149,21 @@ def _sufficient(s: dict, figures: dict, text: str) -> dict:
 
 def _tightened(scenario, settings: dict, result, run) -> dict:
     """The figures, each limit's lowered to what `result`'s plan uses of it (rounded up
-    as limits_used rounds), never below what the scenario has: the plan still fits."""
+    as limits_used rounds: the plan still fits); a limit the plan keeps within is left
+    out (not needed, with the others)."""
     model, gpus, tiers, arch = run[:4]
     plans = Spaces(scenario, model, gpus, tiers, arch, [], 0.0)
+    cost = result.metrics.cost_usd_per_hour
     used = {key: (kind, amount, limit)
-            for kind, key, amount, limit in uses(plans, result.deployment,
-                                                 result.metrics.cost_usd_per_hour)}  # fmt: skip
-    out = dict(settings)
+            for kind, key, amount, limit in uses(plans, result.deployment, cost)}  # fmt: skip
+    out = {}
     for key, value in settings.items():
-        if key in used:
-            kind, amount, limit = used[key]
-            figure = figure_for(kind, amount)
-            if limit is not None and limit < figure <= value:
-                out[key] = figure
-    return out
+        kind, amount, limit = used.get(key, (None, None, None))
+        if limit is None:
+            out[key] = value
+        elif amount > limit * (1 + OVER_REL):
+            out[key] = min(value, figure_for(kind, amount))
+    return out or dict(settings)
 
 
 def _solve(scenario, settings: dict, run, deadline: float):

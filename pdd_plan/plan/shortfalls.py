@@ -94,6 +94,7 @@ class Miss:
     relaxation: str
     kind: str  # sla | cap | availability | power | budget | line | saturation | hbm | role
     settings: tuple[tuple[str, float], ...] = ()
+    sufficient: bool = False  # the settings are shown to suffice (limits_used.py: the plan fits)
 
     def line(self) -> str:
         """The limit and by how much, as the one-line reason shows it."""
@@ -117,6 +118,8 @@ class Miss:
                "unit": self.unit, "relaxation": self.relaxation}  # fmt: skip
         if self.settings:
             out["set"] = dict(self.settings)
+        if self.sufficient:
+            out["sufficient"] = True
         return out
 
 
