@@ -19,6 +19,7 @@ uses, a figure that suffices (the corner then fits) though rarely the least.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import time
@@ -30,7 +31,7 @@ from pdd_plan.plan.figures import down_3g, up_3g
 from pdd_plan.plan.limits_used import limits_broken
 from pdd_plan.plan.no_candidate import role_misses
 from pdd_plan.plan.role_cap import LINE_ROLES
-from pdd_plan.plan.shortfalls import Miss
+from pdd_plan.plan.shortfalls import Miss, enough
 
 # mixes whose corner is evaluated, at most (about 10 ms each on a small PDD scenario): a
 # count, not a time, so the answer does not depend on the machine's speed; past it, the
@@ -122,21 +123,34 @@ def closest_misses(search) -> tuple[str, list[Miss]]:
     where = _plan_text(best.deployment)
     if best.saturated is not None:
         return _saturated(search, found, where)
-    misses = _sla_misses(s, found, best, every) + _cap_misses(search, found, best, every)
-    if misses:
-        head = f"no {search.arch} plan meets the SLA under the utilisation cap"
-        claim = "at every plan allowed" if every else f"at the {len(found)} richest plans checked"
-        what = "; ".join(m.line() for m in misses)
-        busy = _busiest(best)
-        return f"{head}: {what} ({claim}; the closest: {where}{busy})", misses
     cost = deployment_cost_usd_per_hour(s, best.deployment, search.gpus, search.tiers)
     broken = limits_broken(search.plans, best.deployment, cost)
+    sla, cap = _sla_misses(s, found, best, every), _cap_misses(search, found, best, every)
+    if sla or cap:
+        if not (cap or broken):  # the closest plan is allowed: its figures let it in
+            sla = _enough_for(sla, best)
+        head = f"no {search.arch} plan meets the SLA under the utilisation cap"
+        claim = "at every plan allowed" if every else f"at the {len(found)} richest plans checked"
+        what = "; ".join(m.line() for m in sla + cap)
+        busy = _busiest(best)
+        return f"{head}: {what} ({claim}; the closest: {where}{busy})", sla + cap
     what = "; ".join(m.line() for m in broken)
     return (
         f"no {search.arch} plan that meets the SLA fits the scenario's limits: {what} "
         f"(the closest plan that meets it: {where})",
         broken,
     )
+
+
+def _enough_for(misses: list[Miss], best: Corner) -> list[Miss]:
+    """SLA misses of a closest plan the scenario allows, within the cap: with every
+    limit it misses set to its figure (rounded up), that plan meets the SLA, so the
+    figures suffice together without a solve."""
+    figures = {key: value for m in misses for key, value in m.settings}
+    why = "the closest plan meets it then" if len(figures) == 1 else (
+        "together, the closest plan meets them then")  # fmt: skip
+    text = enough(figures, why)
+    return [dataclasses.replace(m, relaxation=text, sufficient=True) for m in misses]
 
 
 def _figure(closest: float, least: float, limit: float, every: bool) -> tuple[float, bool]:

@@ -82,3 +82,66 @@ def test_a_sweep_point_names_the_limit(tmp_path, catalog):
     row = sweep.run_point(spec, 0, catalog)
     assert row["status"] == "infeasible"
     assert re.search(r"TTFT P90 \([^)]*\): [0-9.]+ s, limit [0-9.]+ s", row["error"]), row
+
+
+# --- the closest corner's figures, by hand (plan/nearest.py) --------------------------
+
+
+def walked(tmp_path, catalog, data: dict, arch: str):
+    """The exact search of the scenario (its spaces, goal and corners' plans)."""
+    from pdd_plan.loaders.scenario import load_scenario
+    from pdd_plan.plan import search as sr
+    from pdd_plan.plan import solve as sv
+
+    s = load_scenario(written(tmp_path, data), catalog)
+    policies = sv._policies(s, arch)
+    return sr.Search(s, catalog.model_for(s), catalog.gpus, catalog.lines, arch, policies,
+                     (4, 4, 8))  # fmt: skip
+
+
+def test_a_cap_every_corner_misses_is_named_with_the_least_load(tmp_path, catalog, monkeypatch):
+    """Corners whose prefill runs at 0.95, 0.9 and 0.93 (in turn) of its capacity under a
+    0.85 cap, every SLA met: the least load any corner reaches (0.9) is a floor of the cap
+    needed, so the relaxation reads "at least 0.9"; the figure to try is the closest
+    corner's, the same 0.9."""
+    from pdd_plan.plan import nearest
+
+    search = walked(tmp_path, catalog, scenario("idc_pd"), "idc_pd")
+    loads = iter([0.95, 0.9, 0.93] * 100)
+
+    def by_hand(search, sp, picks, counts):
+        d = search.deployment(sp, picks, counts, sp.lines[-1])
+        return nearest.Corner(d, {("ttft", 90.0): 1.0}, {"prefill": next(loads), "decode": 0.5})
+
+    monkeypatch.setattr(nearest, "corner", by_hand)
+    reason, misses = nearest.closest_misses(search)
+    (cap,) = misses
+    assert (cap.kind, cap.needs, cap.has) == ("cap", 0.9, 0.85)
+    assert cap.relaxation.startswith("policy.utilization_cap_frac at least 0.9,")
+    assert dict(cap.settings) == {"policy.utilization_cap_frac": 0.9}
+    assert "prefill utilisation" in reason and "0.9, cap 0.85" in reason
+
+
+def test_a_closest_plan_that_meets_the_sla_names_the_limits_it_breaks(
+    tmp_path, catalog, monkeypatch
+):
+    """Every corner meets the SLA and the cap: what stops the closest is the 32 H100s of
+    dc_a that IDC-PD's prefill and decode share (each corner gives each role all but the
+    other's fewest). The shortfall is that corner's GPUs, counted here from its plan."""
+    from pdd_plan.plan import nearest
+
+    search = walked(tmp_path, catalog, scenario("idc_pd"), "idc_pd")
+    plans = []
+
+    def meets_all(search, sp, picks, counts):
+        d = search.deployment(sp, picks, counts, sp.lines[-1])
+        plans.append(d)
+        return nearest.Corner(d, {("ttft", 90.0): 1.0}, {"prefill": 0.5, "decode": 0.5})
+
+    monkeypatch.setattr(nearest, "corner", meets_all)
+    _, misses = nearest.closest_misses(search)
+    gpus = sum(g.gpus for g in plans[0].instances)  # the first: all score alike
+    (short,) = [m for m in misses if m.kind == "availability"]
+    assert (short.needs, short.has) == (gpus, 32) and gpus > 32
+    assert short.relaxation.startswith(f"set datacenters[dc_a].gpus[h100_sxm].max_gpus to {gpus}")
+    assert short.sufficient
