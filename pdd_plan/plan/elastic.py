@@ -7,7 +7,8 @@ Minimising the penalty finds the least violation that would make the scenario fe
 the non-zero slacks name the limits that cannot be met and by how much. Covering the
 demand is penalised far above the limits, so a shortfall is blamed on a limit (GPUs,
 lines, money) before the demand itself. The figures are the MILP's sizing (linear
-capacities at the utilisation cap); the plans evaluate verifies may need a little less.
+capacities at the utilisation cap): the plans evaluate verifies may need less or more, so
+relax.py sets them and solves again before an answer says they suffice (why_none.py).
 """
 
 from __future__ import annotations
@@ -120,20 +121,6 @@ class Diagnosis:
     utilization_cap_frac: float
     penalty: float
     shortfalls: tuple[Shortfall, ...]
-    verified: bool = False  # the needs are those of a plan evaluate verified
-
-    def message(self, architecture: str) -> str:
-        p = self.policy
-        what = "; ".join(s.line() for s in self.shortfalls)
-        how = (
-            "the cheapest plan once raised to the elastic MILP's figure"
-            if self.verified
-            else f"elastic MILP at utilisation cap {self.utilization_cap_frac:.2f}"
-        )
-        return (
-            f"no {architecture} plan fits the scenario's limits: {what} ({how}; threshold "
-            f"{p.rld_hit_threshold:g} {p.handoff})"
-        )
 
 
 def milp_inputs(scenario: Scenario, model, gpus: dict, arch: str, policy, cap: float, resolution):

@@ -13,8 +13,9 @@ and the rate the plan carries) and reports:
   verified plans), in cost and in the plan;
 - the pruned candidates and why;
 - which role binds in evaluate's terms (the verified plan's utilisations).
-An infeasible scenario raises InfeasibleError naming the limit that cannot be met and by
-how much (the elastic re-solve of elastic.py).
+An infeasible scenario raises InfeasibleError naming the limit that cannot be met, by how
+much and a relaxation shown to suffice where one was found (why_none.py); a search stopped
+before a plan or a proof, UnprovenError (exit 5, as `solve`).
 """
 
 from __future__ import annotations

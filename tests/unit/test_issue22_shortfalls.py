@@ -145,3 +145,14 @@ def test_a_closest_plan_that_meets_the_sla_names_the_limits_it_breaks(
     assert (short.needs, short.has) == (gpus, 32) and gpus > 32
     assert short.relaxation.startswith(f"set datacenters[dc_a].gpus[h100_sxm].max_gpus to {gpus}")
     assert short.sufficient
+
+
+def test_explain_stopped_before_a_proof_is_unproven_not_infeasible(tmp_path, catalog):
+    """A search the time limit stops before it has a plan or a proof proves nothing:
+    exit 5 as `solve` says (explain said exit 3, "within the scenario's limits")."""
+    from pdd_plan.errors import UnprovenError
+
+    path = written(tmp_path, scenario("idc_pd"))
+    with pytest.raises(UnprovenError) as stopped:
+        api.explain_scenario(path, "idc_pd", catalog, time_limit_s=1e-6)
+    assert "not proven infeasible" in str(stopped.value)
