@@ -31,7 +31,7 @@ from pdd_plan.plan.figures import down_3g, up_3g
 from pdd_plan.plan.limits_used import limits_broken
 from pdd_plan.plan.no_candidate import role_misses
 from pdd_plan.plan.role_cap import LINE_ROLES
-from pdd_plan.plan.shortfalls import Miss, enough
+from pdd_plan.plan.shortfalls import RELAX, Miss, enough
 
 # mixes whose corner is evaluated, at most (about 10 ms each on a small PDD scenario): a
 # count, not a time, so the answer does not depend on the machine's speed; past it, the
@@ -133,13 +133,18 @@ def closest_misses(search) -> tuple[str, list[Miss]]:
         claim = "at every plan allowed" if every else f"at the {len(found)} richest plans checked"
         what = "; ".join(m.line() for m in sla + cap)
         busy = _busiest(best)
-        return f"{head}: {what} ({claim}; the closest: {where}{busy})", sla + cap
+        text = f"{head}: {what} ({claim}; the closest: {where}{busy})"
+        return _with_enough(text, sla + cap), sla + cap
     what = "; ".join(m.line() for m in broken)
-    return (
-        f"no {search.arch} plan that meets the SLA fits the scenario's limits: {what} "
-        f"(the closest plan that meets it: {where})",
-        broken,
-    )
+    text = (f"no {search.arch} plan that meets the SLA fits the scenario's limits: {what} "
+            f"(the closest plan that meets it: {where})")  # fmt: skip
+    return _with_enough(text, broken), broken
+
+
+def _with_enough(text: str, misses: list[Miss]) -> str:
+    """The line with the relaxation shown to suffice, when there is one."""
+    shown = dict.fromkeys(m.relaxation for m in misses if m.sufficient)
+    return f"{text}{RELAX}{'; '.join(shown)}" if shown else text
 
 
 def _enough_for(misses: list[Miss], best: Corner) -> list[Miss]:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from pdd_plan.plan.figures import up_fixed
 
+RELAX = "; relax: "  # in a reason line, what follows: the relaxations shown to suffice
+
 
 def tried_summary(attempts) -> str:
     """The attempts grouped by outcome, one clause each (not one per policy and cap)."""

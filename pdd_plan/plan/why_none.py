@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pdd_plan.plan import elastic as el
 from pdd_plan.plan import relax
-from pdd_plan.plan.shortfalls import line_of, shortfall_json, tried_summary
+from pdd_plan.plan.shortfalls import RELAX, line_of, shortfall_json, tried_summary
 
 
 def infeasible_answer(
@@ -42,7 +42,8 @@ def infeasible_answer(
     reason, shortfalls = solved
     if shortfalls:
         checked = relax.checked(scenario, shortfalls, run)
-        return with_relaxations(reason, checked), checked
+        # the solve's line says what suffices as the solve saw it; the check may say less
+        return with_relaxations(reason.split(RELAX)[0], checked), checked
     return (
         f"no {architecture} plan within the scenario's limits meets the SLA "
         f"({tried_summary(attempts)})",
@@ -57,5 +58,7 @@ def infeasible_message(*args, **kwargs) -> str:
 
 def with_relaxations(text: str, shortfalls: list[dict]) -> str:
     """The reason with the relaxations that suffice (each once), when there are any."""
-    enough = dict.fromkeys(s["relaxation"] for s in shortfalls if s.get("sufficient"))
-    return f"{text}; relax: {'; '.join(enough)}" if enough else text
+    enough = dict.fromkeys(
+        s["relaxation"] for s in shortfalls if s.get("sufficient") and s["relaxation"] not in text
+    )
+    return f"{text}{RELAX}{'; '.join(enough)}" if enough else text
