@@ -46,9 +46,9 @@ def uses(plans, d, cost_usd_per_hour: float) -> list[tuple[str, str, float, floa
     return out
 
 
-def limits_broken(plans, d, cost_usd_per_hour: float) -> list[Miss]:
+def limits_broken(plans, d, cost_usd_per_hour: float, what: str = "the plan named") -> list[Miss]:
     """Each limit `d` breaks, with what it uses as the figure (rounded up), enough
-    together for `d` to fit."""
+    together for `d` (`what`, in the relaxation's words) to fit."""
     out = []
     for kind, key, amount, limit in uses(plans, d, cost_usd_per_hour):
         if limit is None or amount <= limit * (1 + OVER_REL):
@@ -56,8 +56,8 @@ def limits_broken(plans, d, cost_usd_per_hour: float) -> list[Miss]:
         figure = figure_for(kind, amount)
         out.append(Miss(_subject(key), amount, limit, _UNIT[kind], "", kind, ((key, figure),)))
     settings = {key: value for m in out for key, value in m.settings}
-    text = enough(settings, "the plan named fits then" if len(out) == 1 else
-                  "together, the plan named fits then")  # fmt: skip
+    text = enough(settings, f"{what} fits then" if len(out) == 1 else
+                  f"together, {what} fits then")  # fmt: skip
     return [replace(m, relaxation=text, sufficient=True) for m in out]
 
 

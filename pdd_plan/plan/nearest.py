@@ -5,12 +5,15 @@ Each candidate mix (a routing policy and one candidate per role) has a corner: e
 at the most instances the scenario lets it have (availability and power, each role taking
 what the others' fewest leave: Spaces.within_availability) on the line mix of most
 capacity. By the monotonicity the search rests on (solve.py: an instance or a line more
-never breaks an SLA that held, and a role's load falls as its instances grow), no plan of
-a mix has a lower TTFT or TPOT percentile, or a lower utilisation, than its corner. So,
-over every mix, the least figure a corner reaches is a floor of what any allowed plan
-reaches ("at least" that limit is needed), and the closest corner is the plan to show.
-Corners are evaluated at the rate every plan must carry (Goal.floor_rps), under every
-hit-rate distribution (the worst of them).
+never breaks an SLA that held; role_cap.py: a role's load falls as its instances grow),
+no plan of a mix has a lower TTFT or TPOT percentile, or a lower utilisation, than its
+corner. So when every mix's corner is evaluated and each misses a limit, the least figure
+any reaches is a floor of what every allowed plan reaches ("at least" that is needed);
+the corner closest to meeting every limit (the least worst ratio of figure to limit) is
+the plan shown, and its figures are the ones to try (relax.py). Corners are evaluated at
+the rate every plan must carry (Goal.floor_rps), under every hit-rate distribution (the
+worst of them). When the closest corner is a plan the scenario allows, within the cap,
+its SLA figures suffice as they are: it meets them.
 
 When the closest corner meets the SLA and the cap, what stops it is a limit it breaks
 (GPUs of a pool two roles share, power, a budget): those are named with what the corner
@@ -86,10 +89,9 @@ def _worst(figures: dict, key, value: float) -> None:
     figures[key] = max(figures.get(key, -math.inf), value)
 
 
-def corners(search) -> tuple[list[Corner], bool]:
+def corners(search) -> tuple[list[Corner], int]:
     """The corners of the richest mixes (most GPUs at their corner first; at most
-    MAX_CORNERS, none started past the solve's deadline), and whether every mix was
-    evaluated."""
+    MAX_CORNERS, none started past the solve's deadline), and how many mixes there are."""
     mixes = []
     for sp in search.spaces:
         if not (all(sp.choices) and sp.lines):
@@ -104,19 +106,20 @@ def corners(search) -> tuple[list[Corner], bool]:
         if out and time.perf_counter() > search.deadline:
             break
         out.append(corner(search, sp, picks, counts))
-    return out, len(out) == len(mixes)
+    return out, len(mixes)
 
 
 def closest_misses(search) -> tuple[str, list[Miss]]:
     """One line and the shortfalls of the closest corner (the module doc); ("", []) when
     no mix has a corner (a role without a candidate: solve names it otherwise)."""
-    found, every = corners(search)
+    found, mixes = corners(search)
+    every = len(found) == mixes
     if not found:  # a role without a candidate under every policy that has the others
         roles = [r for i, r in enumerate(search.roles)
                  if any(not sp.choices[i] for sp in search.spaces)]  # fmt: skip
         misses = role_misses(search, roles)
         what = "; ".join(f"{m.line()} (relax: {m.relaxation})" for m in misses)
-        return (f"no {search.arch} plan: {', '.join(roles)} no candidate serves alone ({what})"
+        return (f"no {search.arch} plan: no candidate serves {', '.join(roles)} alone ({what})"
                 if misses else "", misses)  # fmt: skip
     s = search.scenario
     best = min(found, key=lambda c: c.score(s))
@@ -128,9 +131,13 @@ def closest_misses(search) -> tuple[str, list[Miss]]:
     sla, cap = _sla_misses(s, found, best, every), _cap_misses(search, found, best, every)
     if sla or cap:
         if not (cap or broken):  # the closest plan is allowed: its figures let it in
-            sla = _enough_for(sla, best)
+            sla = _enough_for(sla)
         head = f"no {search.arch} plan meets the SLA under the utilisation cap"
-        claim = "at every plan allowed" if every else f"at the {len(found)} richest plans checked"
+        claim = (
+            "the richest plan of every candidate mix evaluated"
+            if every
+            else f"the richest plans of {len(found)} of {mixes} candidate mixes evaluated"
+        )
         what = "; ".join(m.line() for m in sla + cap)
         busy = _busiest(best)
         text = f"{head}: {what} ({claim}; the closest: {where}{busy})"
@@ -147,7 +154,7 @@ def _with_enough(text: str, misses: list[Miss]) -> str:
     return f"{text}{RELAX}{'; '.join(shown)}" if shown else text
 
 
-def _enough_for(misses: list[Miss], best: Corner) -> list[Miss]:
+def _enough_for(misses: list[Miss]) -> list[Miss]:
     """SLA misses of a closest plan the scenario allows, within the cap: with every
     limit it misses set to its figure (rounded up), that plan meets the SLA, so the
     figures suffice together without a solve."""

@@ -14,6 +14,8 @@ limits may bind once it is lifted.
 
 from __future__ import annotations
 
+import math
+
 from pdd_plan.errors import InfeasibleError
 from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
 from pdd_plan.plan import bounds as bd
@@ -43,12 +45,17 @@ def role_misses(search, roles) -> list[Miss]:
         for dc, offer, n in _offered(search.plans.scenario, search.plans.gpus, role):
             for miss in _candidate(search, role, dc, offer, n):
                 best = found.get(miss.kind)
-                if best is None or miss.needs / miss.has < best.needs / best.has:
+                if best is None or _ratio(miss) < _ratio(best):
                     found[miss.kind] = miss
         if not found:
             found["hbm"] = _weights(search.plans, role)
-        out += [m for m in found.values() if m is not None]
+        out += list(found.values())
     return out
+
+
+def _ratio(m: Miss) -> float:
+    """How far a candidate is from its limit (the closest is named)."""
+    return m.needs / m.has if m.has > 0 else math.inf
 
 
 def _offered(scenario, gpus, role):
@@ -156,34 +163,43 @@ def _decode_alone(scenario, d, label: str) -> list[Miss]:
     ]
 
 
-def _weights(plans, role: str) -> Miss | None:
-    """No shape allowed holds the weights: per GPU, against the HBM usable, at the
-    largest shape allowed; and the smallest shape of that GPU they fit on."""
-    best = None
-    for dc, offer, n in _offered(plans.scenario, plans.gpus, role):
-        if offer.max_gpus is not None:
-            n = min(n, offer.max_gpus)
-        inst = plans._instance(offer.gpu, n)
-        ratio = inst.weight_bytes_per_gpu() / inst._usable_bytes_per_gpu()
-        if best is None or ratio < best[0]:
-            best = (ratio, dc, offer, n, inst)
-    if best is None:
-        return None
-    _, dc, offer, n, inst = best
-    fits = next((k for k in range(n + 1, LARGEST_SHAPE + 1)
-                 if plans._instance(offer.gpu, k).fits()), None)  # fmt: skip
+def _weights(plans, role: str) -> Miss:
+    """No shape allowed holds the weights. Per GPU offered: the smallest instance they fit
+    on; where the availability is below it, the GPUs needed; else the weights per GPU
+    against the HBM usable per GPU at the largest shape allowed. The GPU closest to
+    fitting is named (no GPU offered for the role at all: that)."""
+    found = []
+    for dc in (d for d in plans.scenario.datacenters if role in d.roles):
+        for offer in dc.gpus:
+            allowed = [n for n in shapes(plans.gpus[offer.gpu].gpus_per_node,
+                                         offer.gpus_per_instance)
+                       if offer.max_gpus is None or n <= offer.max_gpus]  # fmt: skip
+            fits = next((k for k in range(1, LARGEST_SHAPE + 1)
+                         if plans._instance(offer.gpu, k).fits()), None)  # fmt: skip
+            found.append(_unfit(plans, role, dc, offer, max(allowed, default=0), fits))
+    if not found:
+        return Miss(f"datacenters whose roles include {role}", 1, 0, "", f"at least one "
+                    f"datacenter with {role} in its roles and a GPU offered", "role")  # fmt: skip
+    return min(found, key=lambda m: m.needs / m.has if m.has else math.inf)
+
+
+def _unfit(plans, role, dc, offer, largest: int, fits: int | None) -> Miss:
     key = f"datacenters[{dc.id}].gpus[{offer.gpu}]"
+    if fits is not None and offer.max_gpus is not None and offer.max_gpus < fits:
+        return at_least(
+            f"{offer.gpu} in {dc.id} ({role}: the weights fit on {fits} GPUs)",
+            fits,
+            offer.max_gpus,
+            "GPUs",
+            "availability",
+            f"{key}.max_gpus",
+            str(fits),
+        )
+    inst = plans._instance(offer.gpu, max(largest, 1))
     relax = "a GPU with more HBM, or lighter weights (weight_dtype)"
     if fits is not None:
-        relax = (f"{key}.gpus_per_instance allowing at least {fits}"
-                 + (f" and {key}.max_gpus at least {fits}"
-                    if offer.max_gpus is not None and offer.max_gpus < fits else "")
-                 + f", or {relax}")  # fmt: skip
+        relax = f"{key}.gpus_per_instance allowing at least {fits}, or {relax}"
     return Miss(
-        f"weights per GPU ({role} on {n} x {offer.gpu} in {dc.id})",
-        inst.weight_bytes_per_gpu() / GB,
-        inst._usable_bytes_per_gpu() / GB,
-        "GB",
-        relax,
-        "hbm",
-    )
+        f"weights per GPU ({role} on {inst.gpus} x {offer.gpu} in {dc.id})",
+        inst.weight_bytes_per_gpu() / GB, inst._usable_bytes_per_gpu() / GB, "GB", relax, "hbm",
+    )  # fmt: skip

@@ -1,20 +1,24 @@
 """Relaxations that suffice: an infeasible answer's figures set in the scenario and solved
-again, until a plan exists or the rounds or the time run out.
+again, until a plan exists or the rounds or the time (CHECK_SHARE of the time limit) run
+out.
 
-A shortfall may carry `set` (scenario key -> figure): what nearest.py, limits_used.py or
-the elastic MILP (why_none.py) found the limit needs. All of an answer's figures are set
-at once and the scenario solved again (the architecture of the answer):
-- a plan: every figure set suffices, together; where the figures are limits (GPUs, power,
-  money, lines) they are lowered to what that plan uses of each limit it breaks, which
-  still admits it; the relaxation then reads "set KEY to FIGURE (enough: ...)";
-- no plan: each figure the new answer names higher is raised (and a key it adds is
-  added), and the scenario solved again, at most MAX_ROUNDS times in all. Figures that are
-  limits are tried once more with those limits lifted (no GPU, power, budget or line
-  count limit, the cheapest plan at the rate every plan must carry): its use of each
-  limit it breaks is then the figure, and suffices by construction.
-Where none of this finds a plan (or the time share runs out), the figures stay as the
-answer gave them: "at least" a floor (nearest.py, floors.py, ceilings.py), or, for the
-MILP's linear estimate, marked as not enough alone.
+A shortfall may carry `set` (scenario key -> figure): what nearest.py, no_candidate.py,
+floors.py or the elastic MILP (shortfalls.shortfall_json) found the limit needs. All of an
+answer's figures are set at once and the scenario solved again (the answer's
+architecture):
+- a plan: the figures suffice together; where there are several shortfalls, each is also
+  tried alone, and one that suffices alone says so (the others are then alternatives and
+  keep their bound). A limit's figure (GPUs, power, money, lines) is lowered to what the
+  plan found uses of it, which still admits that plan, and a limit it keeps within is
+  not needed and left out. The relaxation reads "set KEY to FIGURE (enough: ...)";
+- no plan: each figure the new answer names higher is raised (a key it adds, added) and
+  the scenario solved again, MAX_ROUNDS times at most. Figures that are all limits are
+  then tried once more with those limits lifted (the cheapest plan at the rate every plan
+  must carry): what it uses of each limit it breaks suffices by construction.
+Where none of this finds a plan, the figures stay as the answer gave them: "at least" a
+floor (nearest.py, floors.py, no_candidate.py, ceilings.py), or "above" the limit the
+scenario has, for the MILP's linear estimate. SLA figures nearest.py has already shown to
+suffice (its closest plan is allowed) are not solved again.
 """
 
 from __future__ import annotations
@@ -203,8 +207,9 @@ def _without_limits(scenario, settings: dict, run, deadline: float) -> list[dict
     if result is None:
         return None
     plans = Spaces(scenario, model, gpus, tiers, arch, [], 0.0)
-    broken = limits_broken(plans, result.deployment, result.metrics.cost_usd_per_hour)
-    return [{**m.to_json(), "sufficient": True} for m in broken] or None
+    cost = result.metrics.cost_usd_per_hour
+    broken = limits_broken(plans, result.deployment, cost, "the cheapest plan without them")
+    return [m.to_json() for m in broken] or None
 
 
 def _lifted(scenario, settings: dict):

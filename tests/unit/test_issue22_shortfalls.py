@@ -18,7 +18,16 @@ import math
 import re
 
 import pytest
-from issue22_cases import ARCHITECTURES, TIME_LIMIT_S, answer, cases, floor, scenario, written
+from issue22_cases import (
+    ARCHITECTURES,
+    TIME_LIMIT_S,
+    answer,
+    cases,
+    floor,
+    scenario,
+    with_gpus,
+    written,
+)
 
 from pdd_plan import api, sweep
 from pdd_plan.errors import InfeasibleError
@@ -43,6 +52,17 @@ def test_every_exit_3_answer_names_the_limit_with_figures(tmp_path, arch, catalo
         refused += 1
         assert_named_with_figures(got, name)
     assert refused >= 6, refused  # the generator makes mostly infeasible cases
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_no_gpu_available_names_the_gpus_the_weights_need(tmp_path, arch, catalog):
+    """max_gpus 0 everywhere: Llama-3.1-70B's 141 GB of bf16 weights fit on two 80 GB
+    H100s or H200s at the least, so a role needs at least 2 GPUs where it has 0 (it said
+    only "no GPU offered for the role", or crashed on an instance of 0 GPUs)."""
+    got = answer(written(tmp_path, with_gpus(scenario(arch), 0)), arch, catalog)
+    assert_named_with_figures(got, "no GPUs")
+    for s in got["shortfalls"]:
+        assert s["needs"] >= 2 and (s["has"], s["unit"]) == (0, "GPUs"), s
 
 
 def test_compare_names_each_architectures_limit(tmp_path, catalog):
