@@ -1,8 +1,11 @@
 """`solve`'s answer when no plan exists: one line of reason and the shortfalls as data.
 
-For a forced architecture, the reason is the one solve raised (a ceiling or no candidate,
-refused before the search) or the elastic MILP's diagnosis of the search's failure. When
-solve chose among architectures, each one's reason is given, the shortfalls of all.
+For a forced architecture, the reason is the one solve raised (a ceiling, an SLA floor or
+no candidate, refused before the search), or for a walk that found no plan the elastic
+MILP's diagnosis, else the solve's own (how close its plans came: plan/nearest.py). Each
+answer's figures are then solved again (plan/relax.py): a relaxation reads "set KEY to X
+(enough: ...)" only where it was shown to suffice. When solve chose among architectures,
+each one's reason is given, the shortfalls of all.
 """
 
 from __future__ import annotations

@@ -66,7 +66,12 @@ def _limit(scenario, key) -> float:
 
 def corner(search, sp, picks, counts) -> Corner:
     """The mix's richest plan evaluated at the floor rate (the module doc)."""
-    d = search.deployment(sp, picks, counts, sp.lines[-1])
+    return evaluated(search, search.deployment(sp, picks, counts, sp.lines[-1]))
+
+
+def evaluated(search, d) -> Corner:
+    """Plan `d`'s SLA percentiles and loads at the floor rate, the worst under every
+    hit-rate distribution."""
     s, rate = search.scenario, search.goal.floor_rps
     out = Corner(d)
     for h in search.dists:
@@ -132,6 +137,8 @@ def closest_misses(search) -> tuple[str, list[Miss]]:
     if sla or cap:
         if not (cap or broken):  # the closest plan is allowed: its figures let it in
             sla = _enough_for(sla)
+        elif sla and not cap:  # the closest plan scaled into the scenario's limits
+            sla = _enough_when_fitted(search, sla, best.deployment)
         head = f"no {search.arch} plan meets the SLA under the utilisation cap"
         claim = (
             "the richest plan of every candidate mix evaluated"
@@ -154,6 +161,57 @@ def _with_enough(text: str, misses: list[Miss]) -> str:
     return f"{text}{RELAX}{'; '.join(shown)}" if shown else text
 
 
+def _enough_when_fitted(search, misses: list[Miss], d) -> list[Miss]:
+    """The closest plan breaks a limit (a pool of GPUs its roles share, each at the most
+    the others' fewest leave): with every such pool scaled down to its availability, a
+    plan the scenario allows and within the cap lets in its own figures, which then
+    suffice (each percentile it misses, including any the closest plan met). Unchanged
+    where the scaled plan still breaks a limit, or runs above the cap."""
+    fitted = _fitted(search, d)
+    if fitted is None:
+        return misses
+    c = evaluated(search, fitted)
+    s = search.scenario
+    cap = s.policy.utilization_cap_frac
+    if c.saturated is not None or any(u > cap for r, u in c.util.items() if r not in LINE_ROLES):
+        return misses
+    found = {m.settings[0][0]: m for m in misses}
+    out = []
+    for key, value in c.sla.items():
+        limit = _limit(s, key)
+        if value <= limit:
+            continue
+        name, unit, scale, skey = _named(key)
+        figure = ((skey, float(up_3g(value * scale))),)
+        mine = found.get(skey)
+        if mine is None:
+            mine = Miss(f"{name} (the closest plan allowed)", value * scale, limit * scale,
+                        unit, f"{skey} above {down_3g(limit * scale)}", "sla")  # fmt: skip
+        out.append(dataclasses.replace(mine, settings=figure))
+    if not out:  # it meets the SLA: the search found no plan at its resolution
+        return misses
+    figures = dict(m.settings[0] for m in out)
+    them = "it" if len(figures) == 1 else "them"
+    text = enough(figures, f"the closest plan allowed meets {them} then")
+    return [dataclasses.replace(m, relaxation=text, sufficient=True) for m in out]
+
+
+def _fitted(search, d):
+    """`d` with each pool of GPUs it uses beyond the availability scaled down to fit
+    (each group keeping one instance at least); None where it still breaks a limit."""
+    groups = list(d.instances)
+    for dc in search.scenario.datacenters:
+        for offer in (o for o in dc.gpus if o.max_gpus is not None):
+            mine = [i for i, g in enumerate(groups) if (g.datacenter, g.gpu) == (dc.id, offer.gpu)]
+            used = sum(groups[i].gpus for i in mine)
+            for i in mine if used > offer.max_gpus else ():
+                count = max(1, math.floor(groups[i].count * offer.max_gpus / used))
+                groups[i] = dataclasses.replace(groups[i], count=count)
+    fitted = dataclasses.replace(d, instances=tuple(groups))
+    cost = deployment_cost_usd_per_hour(search.scenario, fitted, search.gpus, search.tiers)
+    return None if limits_broken(search.plans, fitted, cost) else fitted
+
+
 def _enough_for(misses: list[Miss]) -> list[Miss]:
     """SLA misses of a closest plan the scenario allows, within the cap: with every
     limit it misses set to its figure (rounded up), that plan meets the SLA, so the
@@ -173,6 +231,14 @@ def _figure(closest: float, least: float, limit: float, every: bool) -> tuple[fl
     return closest, False
 
 
+def _named(key) -> tuple[str, str, float, str]:
+    """An SLA percentile's name, unit, scale from seconds and scenario key."""
+    metric, p = key
+    if metric == "ttft":
+        return f"TTFT P{p:g}", "s", 1.0, f"sla.ttft_p{p:g}_s"
+    return f"TPOT P{p:g}", "ms", 1e3, f"sla.tpot_p{p:g}_ms"
+
+
 def _sla_misses(s, found, best, every: bool) -> list[Miss]:
     """Each SLA percentile the closest corner misses: the floor (or the closest corner's
     figure, _figure) and, to try, the closest corner's figure rounded up."""
@@ -183,11 +249,7 @@ def _sla_misses(s, found, best, every: bool) -> list[Miss]:
         if value <= limit:
             continue
         needs, floor = _figure(value, min(c.sla[key] for c in fine), limit, every)
-        metric, p = key
-        if metric == "ttft":
-            name, unit, scale, skey = f"TTFT P{p:g}", "s", 1.0, f"sla.ttft_p{p:g}_s"
-        else:
-            name, unit, scale, skey = f"TPOT P{p:g}", "ms", 1e3, f"sla.tpot_p{p:g}_ms"
+        name, unit, scale, skey = _named(key)
         relax = (f"{skey} at least {up_3g(needs * scale)}" if floor
                  else f"{skey} above {down_3g(limit * scale)}")  # fmt: skip
         label = f"{name} ({'the least any plan allowed reaches' if floor else 'the closest plan'})"

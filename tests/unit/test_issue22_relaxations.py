@@ -113,3 +113,15 @@ def test_the_budget_figure_is_the_one_that_works(tmp_path, catalog):
         shown.add(figures["objective.budget_usd_per_hour"])
         assert "objective.budget_usd_per_hour" in check(tmp_path, data, "pdd", catalog)
     assert len(shown) == 1 and shown.pop() > 36.88
+
+
+def test_a_closest_plan_beyond_a_shared_pool_is_scaled_into_it(tmp_path, catalog):
+    """IDC-PD's prefill and decode share dc_a's 48 H100s: the richest plan of the x16 mix
+    gives each role two instances (64 GPUs), which the scenario does not allow; scaled
+    into the 48 (one each), it still reaches the TTFT floor's neighbourhood, and its own
+    TTFT figure is offered as enough. Setting it gives a plan."""
+    data = with_gpus(scenario("idc_pd", {"sla": {"ttft_p90_s": 0.0357, "tpot_p90_ms": 100}}), 48)
+    got = answer(written(tmp_path, data), "idc_pd", catalog)
+    (ttft,) = got["shortfalls"]
+    assert ttft["relaxation"].endswith("(enough: the closest plan allowed meets it then)")
+    assert check(tmp_path, data, "idc_pd", catalog) == ["sla.ttft_p90_s"]
