@@ -1,8 +1,11 @@
 """`solve`'s answer when no plan exists: one line of reason and the shortfalls as data.
 
-For a forced architecture, the reason is the one solve raised (a ceiling or no candidate,
-refused before the search) or the elastic MILP's diagnosis of the search's failure. When
-solve chose among architectures, each one's reason is given, the shortfalls of all.
+For a forced architecture, the reason is the one solve raised (a ceiling, an SLA floor or
+no candidate, refused before the search), or for a walk that found no plan the elastic
+MILP's diagnosis, else the solve's own (how close its plans came: plan/nearest.py). Each
+answer's figures are then solved again (plan/relax.py): a relaxation reads "set KEY to X
+(enough: ...)" only where it was shown to suffice. When solve chose among architectures,
+each one's reason is given, the shortfalls of all.
 """
 
 from __future__ import annotations
@@ -54,10 +57,11 @@ def no_plan_answer(scenario_name: str, status: str, reason: str, solved: dict, *
 
 
 def _why(s: Scenario, entry: dict, catalog, resolution, time_limit_s) -> tuple[str, list]:
-    """One architecture's reason and shortfalls."""
+    """One architecture's reason and shortfalls, each relaxation checked (plan/relax.py)."""
     from pdd_plan.plan.candidates import default_policy
-    from pdd_plan.plan.elastic import infeasible_answer
+    from pdd_plan.plan.relax import checked
     from pdd_plan.plan.solve import Attempt
+    from pdd_plan.plan.why_none import infeasible_answer, with_relaxations
 
     run = (s, catalog.model_for(s), catalog.gpus, catalog.lines, entry["architecture"])
     error = entry.get("error")
@@ -68,7 +72,8 @@ def _why(s: Scenario, entry: dict, catalog, resolution, time_limit_s) -> tuple[s
             found = infeasible_answer(*run, [], resolution, time_limit_s)[1]
             if found:
                 reason += " (" + "; ".join(map(_figures, found)) + ")"
-        return reason, found
+        found = checked(run[0], found, (*run[1:], resolution, time_limit_s))
+        return with_relaxations(reason, found), found
     base = default_policy(s)
     attempts = [
         Attempt(
@@ -80,7 +85,8 @@ def _why(s: Scenario, entry: dict, catalog, resolution, time_limit_s) -> tuple[s
         )
         for a in entry["solver"]["policies_tried"]
     ]
-    return infeasible_answer(*run, attempts, resolution, time_limit_s)
+    solved = (entry.get("reason", ""), entry.get("shortfalls", []))
+    return infeasible_answer(*run, attempts, resolution, time_limit_s, solved)
 
 
 def _figures(shortfall: dict) -> str:

@@ -66,6 +66,8 @@ def solve_loaded(
             ],
         },
     }  # fmt: skip
+    if result.shortfalls:  # no plan: the limit the plans come closest to (plan/nearest.py)
+        out["reason"], out["shortfalls"] = result.reason, result.shortfalls
     if not result.proven:  # what stopped the search before its proof (unproven.py)
         from pdd_plan.unproven import stop_json
 
@@ -117,5 +119,7 @@ def policies_tried(result: dict) -> str:
 
 
 def no_plan_reason(result: dict) -> str:
+    if result.get("reason"):  # the limit and by how much, where the solve found them
+        return result["reason"]
     tried = policies_tried(result)
     return "no plan meets the SLA" + (f" (policies tried: {tried})" if tried else "")

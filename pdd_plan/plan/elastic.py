@@ -7,26 +7,24 @@ Minimising the penalty finds the least violation that would make the scenario fe
 the non-zero slacks name the limits that cannot be met and by how much. Covering the
 demand is penalised far above the limits, so a shortfall is blamed on a limit (GPUs,
 lines, money) before the demand itself. The figures are the MILP's sizing (linear
-capacities at the utilisation cap); the plans evaluate verifies may need a little less.
+capacities at the utilisation cap): the plans evaluate verifies may need less or more, so
+relax.py sets them and solves again before an answer says they suffice (why_none.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 import pulp
 
-from pdd_plan.errors import InfeasibleError
-from pdd_plan.model.deployment import Deployment, RoutingPolicy
+from pdd_plan.model.deployment import RoutingPolicy
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import request_classes
 from pdd_plan.plan import lp_names as nm
 from pdd_plan.plan import milp_seeds as ms
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.formulate import HIGHS_OPTIONS, Formulation, formulate
-from pdd_plan.plan.shortfalls import shortfall_json, tried_summary
 from pdd_plan.units import GBIT_BITS
 
 # penalty per unit of relative violation (slack / the constraint's size): covering the
@@ -120,20 +118,6 @@ class Diagnosis:
     utilization_cap_frac: float
     penalty: float
     shortfalls: tuple[Shortfall, ...]
-    verified: bool = False  # the needs are those of a plan evaluate verified
-
-    def message(self, architecture: str) -> str:
-        p = self.policy
-        what = "; ".join(s.line() for s in self.shortfalls)
-        how = (
-            "the cheapest plan once raised to the elastic MILP's figure"
-            if self.verified
-            else f"elastic MILP at utilisation cap {self.utilization_cap_frac:.2f}"
-        )
-        return (
-            f"no {architecture} plan fits the scenario's limits: {what} ({how}; threshold "
-            f"{p.rld_hit_threshold:g} {p.handoff})"
-        )
 
 
 def milp_inputs(scenario: Scenario, model, gpus: dict, arch: str, policy, cap: float, resolution):
@@ -243,107 +227,6 @@ def why_infeasible(
         if d is not None and d.shortfalls and (best is None or d.penalty < best.penalty):
             best = d
     return best
-
-
-def infeasible_message(
-    scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s=30.0
-) -> str:
-    """One line: the elastic re-solve's shortfall, or (when every MILP had a plan but each
-    missed the SLA) a summary of what was tried."""
-    return infeasible_answer(
-        scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s
-    )[0]
-
-
-def infeasible_answer(
-    scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s=30.0
-) -> tuple[str, list[dict]]:
-    """`infeasible_message`'s line and its shortfalls as data (`shortfall_json`)."""
-    found = why_infeasible(
-        scenario, model, gpus, tiers, architecture, attempts, resolution, time_limit_s
-    )
-    if found:
-        run = (model, gpus, tiers, architecture, resolution, time_limit_s)
-        checked = verified_needs(scenario, found, run)
-        return checked.message(architecture), [shortfall_json(s) for s in checked.shortfalls]
-    return (
-        f"no {architecture} plan within the scenario's limits meets the SLA "
-        f"({tried_summary(attempts)})",
-        [],
-    )
-
-
-def verified_needs(scenario: Scenario, found: Diagnosis, run) -> Diagnosis:
-    """The elastic MILP's shortfall checked by a full solve: each violated limit raised to
-    what the MILP needs; when that solves, the needs are what the plan found uses (evaluate
-    may carry the load on fewer GPUs than the MILP's linear capacities). Unchanged when the
-    raised scenario still has no plan, or a cover (not a limit) fell short; a limit the
-    plan found keeps within is dropped."""
-    model, gpus, tiers, arch, resolution, time_limit_s = run
-    if any(s.family.cover for s in found.shortfalls):
-        return found
-    raised = scenario
-    for s in found.shortfalls:
-        raised = _with_limit(raised, s.family, s.needs)
-    try:
-        # a check of the MILP's figure, not the answer: a third of the solve's time
-        again = sv.solve(raised, model, gpus, tiers, arch, resolution, time_limit_s / 3)
-    except InfeasibleError:
-        return found
-    if again.status != "optimal":
-        return found
-    plan, cost = again.deployment, again.metrics.cost_usd_per_hour
-    checked = [dataclasses.replace(s, needs=_usage(raised, s.family, plan, cost, gpus))
-               for s in found.shortfalls]  # fmt: skip
-    short = tuple(s for s in checked if s.needs > s.limit * (1 + 1e-9))
-    if not short:  # the plan fits the original limits: no verified figure to give
-        return found
-    return dataclasses.replace(found, shortfalls=short, verified=True)
-
-
-def _with_limit(scenario: Scenario, fam: Family, value: float) -> Scenario:
-    if fam.family == "availability":
-        dc_id, gpu = fam.where
-        index = next(i for i, o in enumerate(scenario.datacenter(dc_id).gpus) if o.gpu == gpu)
-        return with_offer(scenario, dc_id, index, math.ceil(value - 1e-9))
-    if fam.family == "line":
-        lines = math.ceil(value - 1e-9)
-        return dataclasses.replace(scenario, wan=dataclasses.replace(scenario.wan, max_lines=lines))
-    if fam.family == "power":
-        watts = value * 1e3 * (1 + 1e-9)
-        dcs = tuple(
-            dataclasses.replace(dc, power_budget_w=watts) if dc.id == fam.where[0] else dc
-            for dc in scenario.datacenters
-        )
-        return dataclasses.replace(scenario, datacenters=dcs)
-    money = value * (1 + 1e-9)
-    if fam.where:
-        dcs = tuple(
-            dataclasses.replace(dc, budget_usd_per_hour=money) if dc.id == fam.where[0] else dc
-            for dc in scenario.datacenters
-        )
-        return dataclasses.replace(scenario, datacenters=dcs)
-    objective = dataclasses.replace(scenario.objective, budget_usd_per_hour=money)
-    return dataclasses.replace(scenario, objective=objective)
-
-
-def _usage(scenario: Scenario, fam: Family, plan: Deployment, cost: float, gpus) -> float:
-    """How much of a limit a plan uses."""
-    if fam.family == "power":
-        pue = scenario.costs.pue
-        return sum(gpus[g.gpu].facility_power_w(pue) * g.gpus_per_instance * g.count / 1e3
-                   for g in plan.instances if g.datacenter == fam.where[0])  # fmt: skip
-    if fam.family == "availability":
-        dc_id, gpu = fam.where
-        return sum(g.gpus_per_instance * g.count for g in plan.instances
-                   if (g.datacenter, g.gpu) == (dc_id, gpu))  # fmt: skip
-    if fam.family == "line":
-        return sum(line.count for line in plan.lines)
-    if not fam.where:
-        return cost
-    offers = {o.gpu: o.price_usd_per_gpu_hour for o in scenario.datacenter(fam.where[0]).gpus}
-    return sum(offers[g.gpu] * g.gpus_per_instance * g.count for g in plan.instances
-               if g.datacenter == fam.where[0])  # fmt: skip
 
 
 def with_offer(scenario: Scenario, dc_id: str, index: int, max_gpus: int) -> Scenario:

@@ -13,8 +13,9 @@ and the rate the plan carries) and reports:
   verified plans), in cost and in the plan;
 - the pruned candidates and why;
 - which role binds in evaluate's terms (the verified plan's utilisations).
-An infeasible scenario raises InfeasibleError naming the limit that cannot be met and by
-how much (the elastic re-solve of elastic.py).
+An infeasible scenario raises InfeasibleError naming the limit that cannot be met, by how
+much and a relaxation shown to suffice where one was found (why_none.py); a search stopped
+before a plan or a proof, UnprovenError (exit 5, as `solve`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from pdd_plan.errors import InfeasibleError
+from pdd_plan.errors import InfeasibleError, UnprovenError
 from pdd_plan.model.deployment import Deployment
 from pdd_plan.model.deployment_json import plan_json
 from pdd_plan.model.metrics import json_safe
@@ -33,6 +34,7 @@ from pdd_plan.plan import solve as sv
 from pdd_plan.plan.cache_response import cache_response
 from pdd_plan.plan.formulate import formulate
 from pdd_plan.plan.mixed_split import decode_split
+from pdd_plan.plan.why_none import infeasible_message
 
 BIND_REL_TOL = 1e-6  # a slack below this share of the constraint's size binds
 SLA_RELAX = 1.2
@@ -72,13 +74,8 @@ def explain(
     report's), not made again."""
     result = solved or sv.solve(scenario, model, gpus, tiers, architecture, resolution,
                                 time_limit_s)  # fmt: skip
-    if result.status != "optimal":
-        raise InfeasibleError(
-            el.infeasible_message(
-                scenario, model, gpus, tiers, architecture, result.attempts, resolution,
-                time_limit_s,
-            )
-        )  # fmt: skip
+    if result.deployment is None:  # the limit and by how much (why_none.py), or unproven
+        _no_plan(scenario, model, gpus, tiers, architecture, result, resolution, time_limit_s)
     at = plan_in_milp(scenario, model, gpus, tiers, architecture, result, resolution)
     metric, _ = OBJECTIVE_METRIC[scenario.objective.kind]
     limits = constraint_report(scenario, at)
@@ -122,6 +119,23 @@ def explain(
             },
         }
     )
+
+
+def _no_plan(scenario, model, gpus, tiers, arch, result, resolution, time_limit_s) -> None:
+    """InfeasibleError naming the limit (exit 3), or UnprovenError when the search stopped
+    first (exit 5: nothing is proven, as `solve` says)."""
+    if result.status == "unproven":
+        raise UnprovenError(
+            f"no {arch} plan found, not proven infeasible: the search stopped at its "
+            f"{result.stopped_by or 'time limit'} after {result.evaluations:,} plan "
+            "evaluations; try a longer --time-limit"
+        )
+    raise InfeasibleError(
+        infeasible_message(
+            scenario, model, gpus, tiers, arch, result.attempts, resolution, time_limit_s,
+            solved=(result.reason, result.shortfalls),
+        )
+    )  # fmt: skip
 
 
 def _split(scenario, model, gpus, tiers, deployment, resolution) -> dict:

@@ -12,12 +12,14 @@ they do not decide anything.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
 from pdd_plan.plan.candidates import shapes
-from pdd_plan.plan.ceilings import Shortfall
 from pdd_plan.plan.figures import up_3g
+from pdd_plan.plan.shortfalls import Miss, at_least
 
 PREFILL_ROLES = ("prefill", "colocated")
 DECODE_ROLES = ("decode", "main_decode", "relay_decode", "colocated")
@@ -35,7 +37,7 @@ def _instances(plans, role: str):
                     yield f"{gpu.id} x{n} in {dc.id}", inst
 
 
-def ttft_floors(plans, role: str) -> list[Shortfall]:
+def ttft_floors(plans, role: str) -> list[Miss]:
     """Each TTFT limit the fastest candidate's prefill time alone misses."""
     out = []
     limits = plans.scenario.sla.ttft_s
@@ -51,18 +53,20 @@ def ttft_floors(plans, role: str) -> list[Shortfall]:
                 best[p] = (worst, label)
     for p, (floor, label) in best.items():
         if floor > limits[p]:
-            key = f"sla.ttft_p{p:g}_s"
-            out.append(
-                Shortfall(
-                    f"TTFT P{p:g} limit ({role}: the prefill time alone on {label})",
-                    floor, limits[p], "s",
-                    f"{key} at least {up_3g(floor)}, or a faster GPU or larger instance shape",
-                )
-            )  # fmt: skip
+            miss = at_least(
+                f"TTFT P{p:g} limit ({role}: the prefill time alone on {label})",
+                floor,
+                limits[p],
+                "s",
+                "sla",
+                f"sla.ttft_p{p:g}_s",
+                up_3g(floor),
+            )
+            out.append(_or_faster(miss))  # fmt: skip
     return out
 
 
-def tpot_floors(plans, role: str) -> list[Shortfall]:
+def tpot_floors(plans, role: str) -> list[Miss]:
     """Each TPOT limit the fastest candidate's decode step at batch 1 misses."""
     limits = plans.scenario.sla.tpot_s
     if not limits:
@@ -81,17 +85,19 @@ def tpot_floors(plans, role: str) -> list[Shortfall]:
     p, limit = min(limits.items(), key=lambda kv: kv[1])
     if not step_best > limit:
         return []
-    return [
-        Shortfall(
-            f"TPOT P{p:g} limit ({role}: one decode step at batch 1 on {label_best})",
-            step_best * 1e3, limit * 1e3, "ms",
-            f"sla.tpot_p{p:g}_ms at least {up_3g(step_best * 1e3)}, or a faster GPU or larger "
-            "instance shape",
-        )
-    ]  # fmt: skip
+    miss = at_least(f"TPOT P{p:g} limit ({role}: one decode step at batch 1 on {label_best})",
+                    step_best * 1e3, limit * 1e3, "ms", "sla", f"sla.tpot_p{p:g}_ms",
+                    up_3g(step_best * 1e3))  # fmt: skip
+    return [_or_faster(miss)]
 
 
-def sla_floors(plans, roles) -> list[Shortfall]:
+def _or_faster(miss: Miss) -> Miss:
+    return dataclasses.replace(
+        miss, relaxation=f"{miss.relaxation}, or a faster GPU or larger instance shape"
+    )
+
+
+def sla_floors(plans, roles) -> list[Miss]:
     """The SLA floors the roles without a candidate miss."""
     out = []
     for role in roles:

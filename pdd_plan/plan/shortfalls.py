@@ -4,8 +4,11 @@ the scenario key that lifts each, and solve's attempts summarised by outcome."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from pdd_plan.plan.figures import up_fixed
+
+RELAX = "; relax: "  # in a reason line, what follows: the relaxations shown to suffice
 
 
 def tried_summary(attempts) -> str:
@@ -29,32 +32,119 @@ def tried_summary(attempts) -> str:
 
 
 def shortfall_json(s) -> dict:
-    """One shortfall as `solve --format json` shows it: the limit, what is needed, what
-    the scenario has, the unit and the change that lifts it."""
+    """One elastic-MILP shortfall as `solve --format json` shows it: the limit, what is
+    needed, what the scenario has, the unit, the change that lifts it, and (`set`) the
+    MILP's figure for its key, which relax.py tries. Until shown to suffice, the figure is
+    only the MILP's linear estimate: the relaxation says no more than that the limit must
+    rise above what it is."""
     f = s.family
-    return {
-        "limit": f.subject,
-        "kind": f.family,
-        "needs": s.needs,
-        "has": s.limit,
-        "unit": f.unit,
-        "relaxation": relaxation(s),
-    }
+    out = {"limit": f.subject, "kind": f.family, "needs": s.needs, "has": s.limit,
+           "unit": f.unit, "relaxation": relaxation(s)}  # fmt: skip
+    setting = milp_setting(s)
+    if setting is not None:
+        out["set"] = dict([setting])
+    return out
 
 
-def relaxation(s) -> str:
-    """The scenario key to change, and to what, for one shortfall."""
+def milp_setting(s) -> tuple[str, float] | None:
+    """The scenario key of a limit shortfall and the MILP's figure for it, rounded up."""
     f, needs = s.family, s.needs
     if f.family == "availability":
         dc, gpu = f.where
-        return f"datacenters[{dc}].gpus[{gpu}].max_gpus at least {math.ceil(needs - 1e-9)}"
+        return f"datacenters[{dc}].gpus[{gpu}].max_gpus", float(math.ceil(needs - 1e-9))
     if f.family == "power":
-        return f"datacenters[{f.where[0]}].power_budget_kw at least {up_fixed(needs, 1)}"
+        return f"datacenters[{f.where[0]}].power_budget_kw", _number(up_fixed(needs, 1))
     if f.family == "budget":
         key = f"datacenters[{f.where[0]}]." if f.where else "objective."
-        return f"{key}budget_usd_per_hour at least {up_fixed(needs, 2)}"
+        return f"{key}budget_usd_per_hour", _number(up_fixed(needs, 2))
     if f.subject == "WAN lines":
-        return f"wan.max_lines at least {math.ceil(needs - 1e-9)}"
+        return "wan.max_lines", float(math.ceil(needs - 1e-9))
+    return None
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def relaxation(s) -> str:
+    """The scenario key to change for one shortfall, before any check: above what the
+    scenario has (proven: it has no plan), with the MILP's estimate of the figure."""
+    f = s.family
+    setting = milp_setting(s)
+    if setting is not None:
+        key, figure = setting
+        return (f"{key} above {s.limit:,.10g} (the MILP's linear estimate: {figure:,.10g}; "
+                "not shown to be enough)")  # fmt: skip
     if f.family == "line":
-        return "a larger tier in wan.tiers, or more wan.max_lines"
-    return f"more {f.subject}: more GPUs or larger instance shapes where it may run"
+        return (f"line capacity above {s.limit:,.4g} {f.unit}: a larger tier in wan.tiers, or "
+                "more wan.max_lines")  # fmt: skip
+    return (
+        f"{f.subject} above {s.limit:,.4g} {f.unit}: more GPUs or larger instance shapes "
+        "where it may run"
+    )
+
+
+@dataclass(frozen=True)
+class Miss:
+    """One limit no plan meets, with its figures (plan/nearest.py, limits_used.py) and the
+    scenario keys whose figures may lift it together (`settings`; relax.py tries them)."""
+
+    limit: str
+    needs: float
+    has: float
+    unit: str
+    relaxation: str
+    kind: str  # sla | cap | availability | power | budget | line | saturation | hbm | role
+    settings: tuple[tuple[str, float], ...] = ()
+    sufficient: bool = False  # the settings are shown to suffice (limits_used.py: the plan fits)
+
+    def line(self) -> str:
+        """The limit and by how much, as the one-line reason shows it."""
+        unit = f" {self.unit}" if self.unit else ""
+        if self.kind == "availability":
+            return f"{self.limit}: needs {self.needs:,.0f} GPUs, {self.has:,.0f} available"
+        if self.kind == "line" and self.unit == "lines":
+            return f"{self.limit}: needs {self.needs:,.0f}, {self.has:,.0f} allowed (wan.max_lines)"
+        if self.kind == "budget":
+            return f"{self.limit}: needs ${self.needs:,.2f}/h, budget ${self.has:,.2f}/h"
+        if self.kind == "power":
+            return f"{self.limit}: needs {self.needs:,.1f} kW, budget {self.has:,.1f} kW"
+        if self.kind == "cap":
+            return f"{self.limit}: {self.needs:.3g}, cap {self.has:.3g}"
+        if self.kind == "sla":
+            return f"{self.limit}: {self.needs:.3g}{unit}, limit {self.has:.3g}{unit}"
+        return f"{self.limit}: needs {self.needs:,.4g}{unit}, has {self.has:,.4g}{unit}"
+
+    def to_json(self) -> dict:
+        out = {"limit": self.limit, "kind": self.kind, "needs": self.needs, "has": self.has,
+               "unit": self.unit, "relaxation": self.relaxation}  # fmt: skip
+        if self.settings:
+            out["set"] = dict(self.settings)
+        if self.sufficient:
+            out["sufficient"] = True
+        return out
+
+
+def at_least(limit: str, needs: float, has: float, unit: str, kind: str, key: str,
+             figure: str) -> Miss:  # fmt: skip
+    """A floor: `key` must be at least `figure` (shown rounded up), which relax.py tries."""
+    value = float(figure.replace(",", ""))
+    return Miss(limit, needs, has, unit, f"{key} at least {figure}", kind, ((key, value),))
+
+
+def enough(settings: dict, why: str) -> str:
+    """A relaxation shown to suffice: the keys to set, their figures and how it was shown."""
+    keys = ", ".join(f"{key} to {_figure(value)}" for key, value in settings.items())
+    return f"set {keys} (enough: {why})"
+
+
+def _figure(value: float) -> str:
+    """The figure as set: already rounded to what it is shown at (figures.py), so printed
+    whole (`.3g` would round 12,345.67 down)."""
+    return f"{value:.10g}"
+
+
+def line_of(shortfall: dict) -> str:
+    """A shortfall's JSON (Miss.to_json, shortfall_json) as the reason line shows it."""
+    return Miss(shortfall["limit"], shortfall["needs"], shortfall["has"], shortfall["unit"],
+                shortfall["relaxation"], shortfall.get("kind", "")).line()  # fmt: skip

@@ -53,7 +53,6 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from pdd_plan.errors import InfeasibleError
 from pdd_plan.model.cache_tier import buy_options
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, RoutingPolicy
 from pdd_plan.model.evaluate import evaluate, goodput_rps, prepare
@@ -69,6 +68,8 @@ from pdd_plan.plan.figures import up_3g
 from pdd_plan.plan.floors import sla_floors
 from pdd_plan.plan.formulate import lp_text
 from pdd_plan.plan.milp_seeds import Attempt
+from pdd_plan.plan.nearest import closest_misses
+from pdd_plan.plan.no_candidate import refuse
 from pdd_plan.plan.space import COUNT_LIMITED, OutOfTime
 
 THRESHOLDS = (0.8, 0.9, 0.95)
@@ -102,6 +103,10 @@ class SolveResult:
     stopped_by: str = ""  # why the search stopped before its proof ("" when proven)
     # every plan cheaper than this was walked; with no plan found, any plan costs more
     walked_below_usd_per_hour: float = 0.0
+    # infeasible: the limit the plans come closest to and by how much (nearest.py), as a
+    # line and as `solve --format json` shortfalls
+    reason: str = ""
+    shortfalls: list[dict] = field(default_factory=list)
 
 
 def _policies(scenario: Scenario, arch: str) -> list[RoutingPolicy]:
@@ -142,7 +147,7 @@ def _no_candidate(why: str, search) -> None:
     ]
     floors = sla_floors(search.plans, empty)
     if not floors:
-        raise InfeasibleError(why)
+        refuse(why, search, empty)  # the figures of each way its candidates fail
     _raise_floors(why, floors)
 
 
@@ -269,11 +274,14 @@ def solve(
         walked_below_usd_per_hour=outcome.walked_below_usd_per_hour,
     )  # fmt: skip
     if outcome.deployment is None:
+        why, misses = "", []
         if outcome.proven:
             _floors_missed(search, cands)
+            why, misses = closest_misses(search)
         wall = time.perf_counter() - start
         status = "infeasible" if outcome.proven else "unproven"
-        return SolveResult(status, architecture, None, None, 0.0, cands, wall_s=wall, **common)
+        return SolveResult(status, architecture, None, None, 0.0, cands, wall_s=wall, **common,
+                           reason=why, shortfalls=[m.to_json() for m in misses])  # fmt: skip
     deployment = outcome.deployment
     full = prepare(scenario, deployment, model, gpus, tiers, resolution)
     metrics, _ = evaluate(full, known=search.known(deployment, 0))
