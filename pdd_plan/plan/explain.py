@@ -30,6 +30,7 @@ from pdd_plan.model.metrics import json_safe
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan import elastic as el
+from pdd_plan.plan import lp_names as nm
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.cache_response import cache_response
 from pdd_plan.plan.formulate import formulate
@@ -240,7 +241,7 @@ def relaxations(scenario, result, limits: list[dict], run) -> list[dict]:
     out = []
     for dc in scenario.datacenters:
         for i, offer in enumerate(dc.gpus):
-            name = f"{offer.gpu}_in_{dc.id}_within_availability"
+            name = nm.availability_constraint(offer.gpu, dc.id)
             if name not in binding:
                 continue
             more = _try(scenario, result, name, f"one more {offer.gpu} in {dc.id}", run,
@@ -301,21 +302,19 @@ def _with_budget(scenario: Scenario, name: str) -> Scenario:
         return dataclasses.replace(
             scenario, objective=dataclasses.replace(obj, budget_usd_per_hour=budget)
         )
-    return _relaxed_dc_limit(
-        scenario, name, "budget_usd_per_hour", "spending_in_{}_within_its_budget"
-    )
+    return _relaxed_dc_limit(scenario, name, "budget_usd_per_hour", nm.spending_constraint)
 
 
 def _with_power(scenario: Scenario, name: str) -> Scenario:
-    return _relaxed_dc_limit(scenario, name, "power_budget_w", "power_in_{}_within_its_budget_kw")
+    return _relaxed_dc_limit(scenario, name, "power_budget_w", nm.power_constraint)
 
 
-def _relaxed_dc_limit(scenario: Scenario, name: str, field: str, constraint: str) -> Scenario:
-    """The datacenter whose limit `constraint` (formatted with its id) is `name`, with
-    that limit x BUDGET_RELAX."""
+def _relaxed_dc_limit(scenario: Scenario, name: str, field: str, constraint) -> Scenario:
+    """The datacenter whose limit `constraint(its id)` (lp_names) is `name`, with that
+    limit x BUDGET_RELAX."""
     dcs = tuple(
         dataclasses.replace(dc, **{field: getattr(dc, field) * BUDGET_RELAX})
-        if name == constraint.format(dc.id)
+        if name == constraint(dc.id)
         else dc
         for dc in scenario.datacenters
     )
