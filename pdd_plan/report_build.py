@@ -87,15 +87,12 @@ def extra_points(s: Scenario, catalog: Catalog, architecture: str, hit_means) ->
 
 def _solve_base(s: Scenario, architecture: str, catalog: Catalog, resolution, time_limit_s):
     from pdd_plan import api
+    from pdd_plan.infeasible import answer
 
     result, files = api.solve_loaded(s, architecture, catalog, resolution, time_limit_s)
-    if result["status"] == "infeasible":
-        raise InfeasibleError(
-            f"{visible(s.name)}: no {architecture} plan meets the SLA, so there is nothing to "
-            "report "
-            f"(policies tried: {api.policies_tried(result) or 'none'}); `pdd-plan solve` "
-            "explains why"
-        )
+    if result["status"] == "infeasible":  # the limit and by how much, as `solve` says it
+        why = answer(s, architecture, result, (), catalog, resolution, time_limit_s)["reason"]
+        raise InfeasibleError(f"{visible(s.name)}: nothing to report: {why}")
     return result, files.run
 
 
@@ -103,13 +100,13 @@ def _choose(s: Scenario, catalog: Catalog, resolution, time_limit_s, progress):
     """`solve`'s choice of architecture, every architecture's result by name, and the
     chosen plan's own solve (explain starts from it)."""
     from pdd_plan import api
+    from pdd_plan.infeasible import answer
 
     result, files = api.solve_choosing(s, catalog, resolution, time_limit_s, progress)
-    if result["status"] == "infeasible":
-        raise InfeasibleError(
-            f"{visible(s.name)}: no architecture the scenario allows has a plan, so there is "
-            "nothing to report; `pdd-plan solve` explains why"
-        )
+    if result["status"] == "infeasible":  # the limit and by how much, as `solve` says it
+        each = files.solved_each
+        why = answer(s, None, result, each, catalog, resolution, time_limit_s)["reason"]
+        raise InfeasibleError(f"{visible(s.name)}: nothing to report: {why}")
     return result, {r["architecture"]: r for r in files.solved_each}, files.run
 
 

@@ -115,7 +115,8 @@ def name_profile(out: dict, s: Scenario, deployment) -> None:
 
 def policies_tried(result: dict) -> str:
     """The distinct outcomes of the policies an infeasible solve tried, `; `-joined."""
-    return "; ".join(dict.fromkeys(a["outcome"] for a in result["solver"]["policies_tried"]))
+    tried = result.get("solver", {}).get("policies_tried", [])
+    return "; ".join(dict.fromkeys(a["outcome"] for a in tried))
 
 
 def no_plan_reason(result: dict) -> str:
