@@ -83,7 +83,10 @@ def _label(setup: Setup, pool: RolePool, role: str) -> str:
 def _md(setup, rate, tokens, weights, stretch: float) -> tuple[DecodeLoad, int, Admission]:
     arch = setup.deployment.architecture
     label = _label(setup, setup.decode, DECODE_ROLE[arch])
-    load, slots = pool_load(setup, setup.decode, rate, tokens, weights, label)
+    # colocated: decode runs 1 / stretch of the wall time and requests keep arriving
+    # through the prefills' pauses, so a decode step meets stretch x the batch Little's
+    # law gives at the wall-clock rate (requests per unit of decode time)
+    load, slots = pool_load(setup, setup.decode, rate * stretch, tokens, weights, label)
     step = load.step_s * stretch
     n = setup.decode.group.count
     # colocated: a request decodes where it was prefilled, so each instance is its own
@@ -108,7 +111,9 @@ def decode_side(
     c, path, arch = setup.classes, setup.routes.path, setup.deployment.architecture
     stretch = 1.0 / max(1e-9, 1.0 - prefill_util) if arch == "colocated" else 1.0
     remote = path != rt.LOCAL if arch in ("pdd", "cdc_pd") else np.ones(len(c), bool)
-    full = np.where(remote, c.output_tokens, 0.0)
+    # colocated: the prefill pass emits the first token, decode the rest
+    decoded = c.output_tokens - 1.0 if arch == "colocated" else c.output_tokens
+    full = np.where(remote, decoded, 0.0)
     md, slots, adm = _md(setup, rate, full, c.weight * remote * md_share, stretch)
     if setup.relay is None:
         return DecodeSide(md, slots, md.step_s * stretch, adm, full,
@@ -117,21 +122,22 @@ def decode_side(
     rtt = setup.link.rtt_s if setup.link is not None else 0.0
     fixed = engine_fixed_s(setup)
 
-    def handoff_of(load: DecodeLoad, wait_s: float):
+    def handoff_of(load: DecodeLoad, wait_s: float, md_context: float):
+        handed = c.weight * relay
         return lambda eager: handoff(
-            setup.decode.instance, load.batch, load.step_s, eager, c.input_tokens, rtt, fixed,
-            wait_s,
+            setup.decode.instance, load.batch, load.step_s, eager, md_context, rtt, fixed,
+            wait_s, handed * (np.asarray(eager) > 0),
         )  # fmt: skip
 
     context = context_tokens(c, c.output_tokens, c.weight * (relay | local))
     rl = relay_load(
         setup.relay, c, relay, local, rate, wan_time_s,
         setup.deployment.policy.handoff == "catch_up",
-        handoff_of(md, adm.wait.mean_s()),
+        handoff_of(md, adm.wait.mean_s(), context_tokens(c, full, c.weight * remote)),
         reserve_output_tokens(setup.scenario),
         count_cap(setup.relay, context),
     )  # fmt: skip
-    kept, over = rl.kept_frac, rl.overflow_frac
+    kept, over = rl.kept_frac, rl.blocked_frac  # per class
     # per class: the chance a request reaches MD and the tokens MD decodes when it does
     on_rld = np.where(relay, kept * (rl.rld_tokens < c.output_tokens), 0.0)
     visits = np.where(relay | local, on_rld + over, 1.0 * remote)
@@ -140,5 +146,6 @@ def decode_side(
     tokens = np.divide(md_mass, visits, out=np.zeros(len(c)), where=visits > 0)
     md_weights = c.weight * visits * md_share
     md, slots, adm = _md(setup, rate, tokens, md_weights, stretch)
-    h = handoff_of(md, adm.wait.mean_s())(rl.eager_tokens) if relay.any() else None
+    md_context = context_tokens(c, tokens, md_weights)
+    h = handoff_of(md, adm.wait.mean_s(), md_context)(rl.eager_tokens) if relay.any() else None
     return DecodeSide(md, slots, md.step_s * stretch, adm, tokens, md_weights, rl, h)

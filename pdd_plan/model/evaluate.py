@@ -180,17 +180,17 @@ def _ttft_groups(setup, side, service, p_wait, conn_wait, wan_time) -> list[Late
     via_md = service + wan_time + 1.5 * side.md_step_s
     direct_waits = (p_wait, merge_waits(conn_wait, md_wait))
     direct = routes.path == rt.DIRECT
-    if arch == "colocated":
-        return [LatencyGroup(c.weight, service + side.md_step_s, (p_wait, md_wait))]
+    if arch == "colocated":  # the prefill pass emits the first token (no transfer)
+        return [LatencyGroup(c.weight, service, (p_wait,))]
     if arch == "idc_pd":
         return [LatencyGroup(c.weight, service + rdma_visible + 1.5 * side.md_step_s,
                              (p_wait, md_wait))]  # fmt: skip
     groups = [LatencyGroup(c.weight[direct], via_md[direct], direct_waits)]
     if side.relay is not None:
-        kept, over = side.relay.kept_frac, side.relay.overflow_frac
+        kept, over = side.relay.kept_frac[~direct], side.relay.blocked_frac[~direct]
         near = service + rdma_visible + 1.5 * side.relay.step_s
         groups.append(LatencyGroup(c.weight[~direct] * kept, near[~direct], (p_wait,)))
-        if over > 1e-9:  # below, the overflowed requests move no percentile
+        if over.max(initial=0.0) > 1e-9:  # below, the overflowed requests move no percentile
             groups.append(LatencyGroup(c.weight[~direct] * over, via_md[~direct], direct_waits))
     return groups
 
@@ -210,10 +210,12 @@ def _all_ttft_groups(parts, service, p_wait) -> list[LatencyGroup]:
     ]
 
 
-def _all_tpot_rows(parts, rate: float, service):
+def _all_tpot_rows(parts, rate: float, service, p_wait: WaitModel):
+    # p_wait: colocated, the prefills queued when a request's own prefill ends run before
+    # its first decode step (tpot_rows.backlog_prefills)
     return combine_rows(
         [part[0] for part in parts],
-        [tpot_rows(su, sd, rate * s, service) for s, su, *_, sd in parts],
+        [tpot_rows(su, sd, rate * s, service, p_wait) for s, su, *_, sd in parts],
     )
 
 
@@ -252,7 +254,7 @@ def snapshot(setup: Setup, rate: float) -> Snapshot:
     sides = [part[-1] for part in parts]
     groups = _all_ttft_groups(parts, service, p_wait)
     ttft = dict(zip(QUANTILES, grouped_quantiles_s(list(QUANTILES.values()), groups), strict=True))
-    rows = _all_tpot_rows(parts, rate, service)
+    rows = _all_tpot_rows(parts, rate, service, p_wait)
     crossing_weights = c.weight * (wan_time > 0)
     transfer = {"p50": 0.0, "p99": 0.0}
     if wan is not None and crossing_weights.sum() > 0:
@@ -325,7 +327,7 @@ def _meets_sla(setup: Setup, rate: float) -> bool:
         ):
             return False
     if sla.tpot_s:
-        rows = _all_tpot_rows(parts, rate, service)
+        rows = _all_tpot_rows(parts, rate, service, p_wait)
         return all(
             rows.quantile_at_most(rows.tpot_cdf, pct / 100, lim) for pct, lim in sla.tpot_s.items()
         )

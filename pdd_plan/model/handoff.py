@@ -54,12 +54,30 @@ class Handoff:
     extend_s: np.ndarray
     one_way_s: float = 0.0  # a token id's trip RLD -> MD, or the stop's MD -> RLD: RTT / 2
     absorb_step_s: float = 0.0  # MD's step absorbing one streamed id beyond its own token
+    # per class, the requests handed off (the mean handoff's weights); None: equal
+    weights: np.ndarray | None = None
 
     @property
     def total_s(self) -> np.ndarray:
         """Handoff latency: MD holds the KV -> MD emits its next token."""
         fixed = self.message_s + self.engine_fixed_s + self.slot_wait_s + self.boundary_wait_s
         return fixed + np.asarray(self.extend_s, float)
+
+    @property
+    def mean_extend_s(self) -> float:
+        """The extend step of the handoffs that happen (weighted by the requests handed)."""
+        ext = np.asarray(self.extend_s, float)
+        if not ext.size:
+            return 0.0
+        w = self.weights
+        if w is None or ext.size != np.size(w) or not np.sum(w) > 0:
+            return float(np.mean(ext))
+        return float(np.average(ext, weights=w))
+
+    @property
+    def mean_total_s(self) -> float:
+        fixed = self.message_s + self.engine_fixed_s + self.slot_wait_s + self.boundary_wait_s
+        return fixed + self.mean_extend_s
 
     def parts(self) -> dict[str, float]:
         """Mean of each part (for reports)."""
@@ -68,7 +86,7 @@ class Handoff:
             "engine_fixed_s": self.engine_fixed_s,
             "slot_wait_s": self.slot_wait_s,
             "boundary_wait_s": self.boundary_wait_s,
-            "extend_s": float(np.mean(self.extend_s)) if np.size(self.extend_s) else 0.0,
+            "extend_s": self.mean_extend_s,
         }
 
 
@@ -80,31 +98,31 @@ def handoff(
     md_batch: float,
     md_step_s: float,
     eager_tokens: np.ndarray,
-    input_tokens: np.ndarray,
+    md_context_tokens: float,
     rtt_s: float,
     engine_fixed_s: float,
     slot_wait_s: float,
+    weights: np.ndarray | None = None,
 ) -> Handoff:
-    """The handoff of each class's `eager_tokens` to an MD running `md_batch` requests.
+    """The handoff of each class's `eager_tokens` to an MD running `md_batch` requests at
+    a mean context of `md_context_tokens`; `weights`: the requests handed, per class.
 
-    The extend step is tabulated over the handed tokens (log grid) at the mean prompt and
-    interpolated: one roofline call per snapshot instead of one per class."""
+    The extend step is MD's step at its batch and mean context that also processes the
+    handed tokens over that context (as the simulator runs it): tabulated over the handed
+    tokens (log grid) and interpolated, one roofline call per snapshot."""
     eager = np.maximum(np.asarray(eager_tokens, float), 1.0)
     grid = np.unique(
         np.geomspace(1.0, max(float(eager.max(initial=1.0)), 2.0), _EXTEND_GRID_POINTS)
     )
-    context = float(np.mean(input_tokens)) + grid
-    table = np.asarray(md_instance.extend_decode_s(max(md_batch, 1.0), grid, context), float)
+    b, ctx = max(md_batch, 1.0), max(float(md_context_tokens), 1.0)
+    table = np.asarray(md_instance.extend_decode_s(b, grid, ctx), float)
     extend = np.interp(eager, grid, table)
     # catch-up's absorbing step: MD's step plus the cost of one more token in it
-    ctx = float(np.mean(input_tokens)) + float(np.mean(eager))
-    b = max(md_batch, 1.0)
     one_more = float(
         md_instance.extend_decode_s(b, 1.0, ctx) - md_instance.extend_decode_s(b, 0.0, ctx)
     )
-    return Handoff(
-        rtt_s, engine_fixed_s, slot_wait_s, md_step_s / 2, extend, rtt_s / 2, md_step_s + one_more
-    )
+    return Handoff(rtt_s, engine_fixed_s, slot_wait_s, md_step_s / 2, extend, rtt_s / 2,
+                   md_step_s + one_more, weights)  # fmt: skip
 
 
 # ---- catch-up as the published protocol (pdd-system.md §5, "Handoff modes") -------------
@@ -162,8 +180,8 @@ SWITCH_ROWS = 4  # values of the switch gap the TPOT rows take (divides the phas
 def _rounds_at_phases(h: Handoff, rld_step_s: float):
     """The rounds at CLOSED_FORM_PHASES phases of RLD's step grid against MD's mean steps
     (the mean extend, then the absorbing step): (CatchUp, RLD's grid phase) each."""
-    ext, tau, r = float(np.mean(h.extend_s)), h.one_way_s, rld_step_s
-    start = float(np.mean(h.total_s)) - ext
+    ext, tau, r = h.mean_extend_s, h.one_way_s, rld_step_s
+    start = h.mean_total_s - ext
     out = []
     for phase in (np.arange(CLOSED_FORM_PHASES) + 0.5) / CLOSED_FORM_PHASES * r:
 
@@ -182,7 +200,7 @@ def catch_up_stop_s(h: Handoff, rld_step_s: float) -> np.ndarray:
     handoff (its first extend is MD's first round), then the absorbing rounds and the
     stop's one-way trip, averaged over RLD's phase (the rounds run once, at the mean
     extend step)."""
-    end = float(np.mean(h.total_s))
+    end = h.mean_total_s
     after = np.mean([cu.stop_s - end for cu, _, _ in _rounds_at_phases(h, rld_step_s)])
     return np.asarray(h.total_s, float) + after
 

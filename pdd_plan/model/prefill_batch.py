@@ -30,7 +30,10 @@ The pool at arrival rate λ over c instances (`pool`), budget B tokens per step:
   0.24 s; at the mean step, e^(-λ S(b)), 17,800 and 0.16 s).
 - capacity: full steps, B / S(B) tokens/s per instance; per-request cost at capacity
   s_full = S(B) N̄ / B. The full-step view's wait is Allen-Cunneen G/G/c with mean
-  service s_full (so the queue saturates where full steps no longer keep up).
+  service s_full (so the queue saturates where full steps no longer keep up) and the
+  spread of the requests' tokens (each queues its tokens at the full step's cost), plus
+  the others that join the request's step after it (the gate's view counts them; the
+  queue ahead of it does not hold them).
 - the gate's view (model/prefill_gate.py): a request that finds every instance busy
   (chance π by the flow of idle periods: each begins with an empty take, c u P0 / S(b)
   per second with u = Λ S(b) / b the busy share, and ends with an arrival that finds an
@@ -97,16 +100,19 @@ def pool(mix: PrefillMix, rate: float, servers: int, cv2_arrival: float, what: s
     tokens_per_s = rate * mix.mean_tokens / servers
     b = mix.operating_tokens(tokens_per_s, servers)
     own = mix.alone_s  # each class's steps alone
-    mean = float(mix.weight @ own)
-    cv2 = float(mix.weight @ (own - mean) ** 2) / mean**2 if mean > 0 else 0.0
+    # the full-step view queues each request's tokens at a full step's cost per token: its
+    # spread is the tokens' (a long prompt holds the queue for its whole share of steps)
+    tokens = mix.request_tokens
+    cv2 = float(mix.weight @ (tokens - mix.mean_tokens) ** 2) / mix.mean_tokens**2
     base = ggc_wait(rate, s_full, servers, cv2_arrival, cv2, what=what)  # saturation here
     law = mix.step_law(tokens_per_s, b, servers)
     busy = _all_busy_prob(law, tokens_per_s, b, rate)
     _, mean_x, second_x = mix.point(b)  # E[x], E[x²] of `added_s(b)`
-    mean_s, second_s2 = gate.added_moments(law, busy, _others_rate(mix, rate, law),
-                                           mean_x, second_x)  # fmt: skip
+    others = _clustered(_others_rate(mix, rate, law), law, cv2_arrival)
+    mean_s, second_s2 = gate.added_moments(law, busy, others, mean_x, second_x)
+    after = gate.after_moments(law, busy, others, mean_x, second_x)
     # a step with no room beside one chunk batches nothing: the one-at-a-time queue
-    wait = gate.gated_or_queued(base, mean_s, second_s2) if _room(mix) > 0 else base
+    wait = gate.gated_or_queued(base, mean_s, second_s2, after) if _room(mix) > 0 else base
     return PrefillPool(own, wait, rate * s_full / servers, b)
 
 
@@ -139,6 +145,20 @@ def _others_rate(mix: PrefillMix, rate: float, law: gate.StepLaw) -> float:
     if first <= 0 or mix.mean_tokens <= 0:
         return 0.0
     return min(rate, _room(mix) / first)
+
+
+def _clustered(others_rate_per_s: float, law: gate.StepLaw, cv2_arrival: float) -> float:
+    """The others' rate over a request's gap under renewal arrivals of squared coefficient
+    of variation c²: given an arrival, the others expected in a window about it are the
+    Poisson λ G* plus (c² - 1) (the renewal function's offset, m(x) ~ λx + (c² - 1) / 2 on
+    each side of it: its cluster-mates when c² > 1), the offset capped by the chance the
+    window holds anyone (1 - e^(-λ G*)) so a short gap gathers no phantom others."""
+    first, _ = law.gap_biased_moments()
+    if first <= 0 or cv2_arrival == 1.0:
+        return others_rate_per_s
+    poisson = others_rate_per_s * first
+    offset = (cv2_arrival - 1.0) * (1.0 - math.exp(-poisson))
+    return max(poisson + offset, 0.0) / first
 
 
 def _room(mix: PrefillMix) -> float:

@@ -327,14 +327,34 @@ def added_moments(law: StepLaw, busy_prob: float, others_rate_per_s: float,
     return mean, busy_prob * (residual_sq + 2.0 * cross + others_sq)
 
 
-def gated_or_queued(base: WaitModel, mean_s: float, second_s2: float) -> WaitModel:
-    """The wait: `base` (Allen-Cunneen at full-step cost) or the gate's (the added wait of
-    that mean and second moment as the one wait model with them: p = 2m²/M2, capped at 1,
-    rate 2m / M2), whichever is longer on average. Both count the same requests: the queue
-    the full-step view builds is, below full steps, what the next step carries (the
-    co-batched others); at full steps the queue outgrows one step and the full-step view
-    holds it."""
-    if mean_s <= base.mean_s() or not (second_s2 > 0 and math.isfinite(second_s2)):
+def after_moments(law: StepLaw, busy_prob: float, others_rate_per_s: float,
+                  mean_x_s: float, second_x_s2: float) -> tuple[float, float]:  # fmt: skip
+    """(mean, second moment) of what the others that arrive after a request in its gap,
+    until the take, add to its step: Poisson over the residual U G*, each adding x."""
+    first, second = law.gap_biased_moments()
+    lam, residual, residual_sq = others_rate_per_s, first / 2.0, second / 3.0
+    mean = busy_prob * lam * residual * mean_x_s
+    return mean, busy_prob * (lam * lam * mean_x_s**2 * residual_sq + lam * second_x_s2 * residual)
+
+
+def gated_or_queued(base: WaitModel, mean_s: float, second_s2: float,
+                    after=(0.0, 0.0)) -> WaitModel:  # fmt: skip
+    """The wait: the full-step view (`base`, Allen-Cunneen at full-step cost: the queue
+    ahead of the request, then the others that join its step after it, `after`'s mean and
+    second moment, independent) or the gate's (the residual and every other of its step),
+    whichever is longer on average, as the one wait model with that mean and second moment
+    (p = 2m²/M2, capped at 1, rate 2m / M2). Both count the queue ahead: the full-step
+    view as work at full steps, the gate's as the next step's content; at full steps the
+    queue outgrows one step and the full-step view holds it."""
+    b_mean = base.mean_s()
+    b_second = 2.0 * base.prob_wait / base.decay_rate_per_s**2 if not base.is_zero else 0.0
+    a_mean, a_second = after
+    queued = (b_mean + a_mean, b_second + 2.0 * b_mean * a_mean + a_second)
+    chosen = (mean_s, second_s2) if mean_s > queued[0] else queued
+    m, m2 = chosen
+    if m <= 0 or not (m2 > 0 and math.isfinite(m2)):
         return base
-    prob = min(1.0, 2.0 * mean_s * mean_s / second_s2)
-    return WaitModel(prob, prob / mean_s)
+    if chosen is queued and a_mean <= 0:
+        return base
+    prob = min(1.0, 2.0 * m * m / m2)
+    return WaitModel(prob, prob / m)

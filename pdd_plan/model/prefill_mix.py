@@ -161,6 +161,11 @@ class PrefillMix:
         """`compute()` once per (`kind`, `key`) for this mix (bounded)."""
         return remember(self.memo.setdefault(kind, {}), key, compute)
 
+    @cached_property
+    def request_tokens(self) -> np.ndarray:
+        """Each class's uncached tokens (its chunks summed)."""
+        return np.bincount(self.row_class, weights=self.row_new, minlength=len(self.weight))
+
     @property
     def mean_chunk_tokens(self) -> float:
         """n̄: the mean chunk, what a step holds at the least."""

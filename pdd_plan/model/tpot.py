@@ -46,30 +46,41 @@ class TpotRows:
     fixed_gap_s: np.ndarray  # one-shot handoff gap (0 elsewhere)
     sizes_s: np.ndarray  # interruption sizes (shared by every row) ...
     size_weights: np.ndarray  # ... and their probabilities
+    size_second_factor: float = 1.0  # the sizes' second moment, times this (busy periods)
 
     def _moments(self) -> tuple[float, float]:
         if not len(self.sizes_s):
             return 0.0, 0.0
         p = self.size_weights / self.size_weights.sum()
-        return float(np.dot(p, self.sizes_s)), float(np.dot(p, self.sizes_s**2))
+        second = float(np.dot(p, self.sizes_s**2)) * self.size_second_factor
+        return float(np.dot(p, self.sizes_s)), second
 
     @cached_property
     def _tpot_parts(self) -> tuple:
         """What `tpot_cdf` needs that does not depend on t (the root search asks for tens
-        of t): each row's two normals (without and with interruptions) and their masses."""
+        of t): each row's chance of no, one and more interruptions; the normal without
+        any and the normal given two or more (the compound sum's conditional moments);
+        one interruption is its size itself (skewed: a long prompt's prefill), read from
+        the sizes' distribution (`_gap_parts`) at t."""
         m, g = self.interrupts, self.gaps
         none = np.exp(-m)
+        one = m * none
         e1, e2 = self._moments()
-        some = np.maximum(1.0 - none, 1e-300)
-        mean1 = m * e1 / some / g  # TPOT added, given at least one interruption
-        var1 = np.maximum((m * e2 + m * m * e1 * e1) / some / g**2 - mean1**2, 0.0)
+        more = np.maximum(1.0 - none - one, 0.0)
+        safe = np.maximum(more, 1e-300)
+        mean2 = (m * e1 - one * e1) / safe / g  # TPOT added, given two or more
+        var2 = np.maximum((m * e2 + m * m * e1 * e1 - one * e2) / safe / g**2 - mean2**2, 0.0)
         normals = (_Normal(self.mean_s, self.sd_s),
-                   _Normal(self.mean_s + mean1, np.sqrt(self.sd_s**2 + var1)))  # fmt: skip
-        return none, 1.0 - none, normals, self.weights.sum()
+                   _Normal(self.mean_s + mean2, np.sqrt(self.sd_s**2 + var2)))  # fmt: skip
+        return none, one, more, normals, self.weights.sum()
 
     def tpot_cdf(self, t: float) -> float:
-        none, some, (plain, hit), total = self._tpot_parts
-        mass = none * plain.cdf(t) + some * hit.cdf(t)
+        none, one, more, (plain, hit), total = self._tpot_parts
+        mass = none * plain.cdf(t) + more * hit.cdf(t)
+        sizes, cum = self._gap_parts
+        if sizes is not None:  # one interruption: P(size <= (t - TPOT without) x gaps)
+            room = (t - self.mean_s) * self.gaps
+            mass = mass + one * cum[np.searchsorted(sizes, room, side="right")]
         return float(np.dot(self.weights, mass) / total)
 
     @cached_property
@@ -179,37 +190,31 @@ def time_average_factor(window_s: np.ndarray, holds_s: np.ndarray, hold_weights)
 
 
 class _Holds:
-    """The holds' distribution of `time_average_factor`, built once for any windows."""
+    """The holds' distribution of `time_average_factor`, built once for any windows: the
+    holds sorted with prefix sums of w, w s, w s², w s³, so a window's integral splits at
+    its place among them (exact, O(log) a window: every class's hold can differ)."""
 
     def __init__(self, holds_s: np.ndarray, hold_weights):
-        # on the distinct values only: classes share a handful of output lengths
-        s, inverse = np.unique(np.round(np.asarray(holds_s, float), 6), return_inverse=True)
-        w = np.bincount(inverse, weights=np.asarray(hold_weights, float), minlength=len(s))
-        self.w, self.s = w[None, :], s[None, :]
-        self.s3_6 = self.s**3 / 6
-        self.w_sum = float(self.w.sum())
-        self.mean_hold = float((self.w * self.s).sum()) / self.w_sum
+        s = np.asarray(holds_s, float).ravel()
+        w = np.broadcast_to(np.asarray(hold_weights, float), s.shape).ravel()
+        order = np.argsort(s, kind="stable")
+        self.s, w = s[order], w[order]
+        # prefix[k][i] = sum over the i shortest holds of w s^k
+        self.prefix = [np.concatenate(([0.0], np.cumsum(w * self.s**k))) for k in range(4)]
+        self.w_sum = float(self.prefix[0][-1])
+        self.mean_hold = float(self.prefix[1][-1]) / self.w_sum if self.w_sum > 0 else 0.0
 
     def factor(self, window_s) -> np.ndarray:
         if self.mean_hold <= 0:
             return np.zeros(np.shape(window_s))
-        s, w = self.s, self.w
-        windows, back = np.unique(np.round(np.asarray(window_s, float), 6), return_inverse=True)
-        t = np.maximum(windows, 1e-12)[:, None]
-        # int_0^T (T - u) (s - u)^+ du: t t s / 2 - t^3 / 6 for s >= T, t s s / 2 - s^3 / 6
-        # for s < T; the halving moved onto the (windows x 1) factor and the products made
-        # in place: the same doubles (halving is exact and commutes with rounding while
-        # nothing is subnormal: s is 0 or >= 1e-6 s, T >= 1e-12 s), three passes fewer
-        # over the windows x holds matrix (~2.5 -> 1.2 ms a call, twice per TPOT table)
-        inner = (t * t / 2) * s
-        inner -= t**3 / 6
-        below = (t / 2) * s
-        below *= s
-        below -= self.s3_6
-        np.copyto(inner, below, where=s < t)
-        inner *= w
-        factor = (2.0 / t[:, 0] ** 2) * inner.sum(axis=1) / self.w_sum / self.mean_hold
-        return factor[back.reshape(np.shape(window_s))]
+        t = np.maximum(np.asarray(window_s, float), 1e-12)
+        # int_0^T (T - u) (s - u)^+ du: T T s / 2 - T^3 / 6 for s >= T, T s s / 2 - s^3 / 6
+        # for s < T; summed with the holds' weights, split where the holds pass T
+        i = np.searchsorted(self.s, t, side="right")  # holds below T: s < T (or equal)
+        p0, p1, p2, p3 = self.prefix
+        below = t / 2 * p2[i] - p3[i] / 6
+        above = t * t / 2 * (p1[-1] - p1[i]) - t**3 / 6 * (p0[-1] - p0[i])
+        return (2.0 / t**2) * (below + above) / self.w_sum / self.mean_hold
 
 
 class LifeSpread:

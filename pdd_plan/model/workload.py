@@ -20,7 +20,7 @@ class Fixed:
     def mean(self) -> float:
         return self.value
 
-    def discretise(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def discretise(self, n: int, tail: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         return np.array([self.value], dtype=float), np.array([1.0])
 
 
@@ -48,10 +48,10 @@ class Bins:
         mids = (np.array(self.lows) + np.array(self.highs)) / 2
         return float(np.dot(mids, self.shares))
 
-    def discretise(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def discretise(self, n: int, tail: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         if len(self.shares) > max(n, MAX_EXACT_BINS):  # too many to keep: n strata
             mids = (np.array(self.lows) + np.array(self.highs)) / 2
-            return merge_strata(mids, np.array(self.shares, float), n)
+            return merge_strata(mids, np.array(self.shares, float), n, tail)
         # the same number of points in every bin, each carrying an equal part of its share
         per_bin = max(1, n // max(len(self.shares), 1))
         values, weights = [], []
@@ -82,14 +82,16 @@ class _TruncatedContinuous:
     def _ppf(self, q):
         raise NotImplementedError
 
-    def discretise(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        # equal-probability strata, each represented by its conditional mean (the average
-        # of the quantile function over the stratum), so the discretised mean is exact
+    def discretise(self, n: int, tail: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        # probability strata (`strata_edges`: equal, or finer towards `tail`), each
+        # represented by its conditional mean (the average of the quantile function over
+        # the stratum), so the discretised mean is exact
         lo, hi = self._cdf(self.low), self._cdf(self.high)
+        edges = strata_edges(n, tail)
         sub = (np.arange(_SUBPOINTS) + 0.5) / _SUBPOINTS
-        q = lo + (hi - lo) * (np.arange(n)[:, None] + sub[None, :]) / n
-        values = np.clip(self._ppf(q), self.low, self.high).mean(axis=1)
-        return values, np.full(n, 1.0 / n)
+        p = edges[:-1, None] + np.diff(edges)[:, None] * sub[None, :]
+        values = np.clip(self._ppf(lo + (hi - lo) * p), self.low, self.high).mean(axis=1)
+        return values, np.diff(edges)
 
     def mean(self) -> float:
         return _stratified_mean(self)
@@ -149,11 +151,11 @@ class Empirical:
     def mean(self) -> float:
         return float(np.dot(self.values, self.weights))
 
-    def discretise(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def discretise(self, n: int, tail: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         values, weights = np.array(self.values, float), np.array(self.weights, float)
         if len(values) <= n:
             return values, weights
-        return merge_strata(values, weights, n)
+        return merge_strata(values, weights, n, tail)
 
 
 @dataclass(frozen=True)
@@ -173,12 +175,14 @@ class Mixture:
         """The largest value any component can draw (its upper edge)."""
         return max(_upper_edge(c) for c in self.components)
 
-    def discretise(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def discretise(self, n: int, tail: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         # every component at n points, pooled by weight, merged back to n strata (mean kept)
-        parts = [(c.discretise(n), w) for c, w in zip(self.components, self.weights, strict=True)]
+        parts = [
+            (c.discretise(n, tail), w) for c, w in zip(self.components, self.weights, strict=True)
+        ]
         values = np.concatenate([v for (v, _), _ in parts])
         weights = np.concatenate([pw * w for (_, pw), w in parts])
-        return merge_strata(values, weights / weights.sum(), n)
+        return merge_strata(values, weights / weights.sum(), n, tail)
 
 
 def _upper_edge(d) -> float:
@@ -188,12 +192,45 @@ def _upper_edge(d) -> float:
     return float(max(getattr(d, "highs", None) or d.values))
 
 
-def merge_strata(values: np.ndarray, weights: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Points with weights summing to 1 merged into n equal-weight quantile strata, each
-    its weighted mean (so the mean is kept exactly); a point is not split across strata."""
+# Finer strata towards a tail (`strata_edges`): a latency percentile at 0.9-0.99 is set
+# by the longest prompts and outputs and the lowest hit rates, which equal strata of
+# 1/8 lump into one point (TTFT P90 = P99 on a lognormal prompt with no other spread).
+TAIL_MASS_FRAC = 0.25  # the probability the tail strata cover
+LAST_STRATUM_FRAC = 0.002  # the outermost stratum at most: its mean near the 0.999 quantile
+TAIL_RATIO = 0.2  # each tail stratum's distance to the end over the previous one, at most
+
+
+def strata_edges(n: int, tail: str | None = None) -> np.ndarray:
+    """n + 1 probability edges from 0 to 1: n equal strata, or with `tail` "upper" or
+    "lower" half of them (n // 2, from 4 points) spanning TAIL_MASS_FRAC at that end, their
+    distances to the end falling geometrically (by TAIL_RATIO, or slower where there are
+    enough points to reach LAST_STRATUM_FRAC), the rest equal over the bulk. With 8
+    points: 0.75, 0.95, 0.99, 0.998."""
+    if tail is None or n < 4:
+        return np.linspace(0.0, 1.0, n + 1)
+    n_tail = n // 2
+    ratio = max(TAIL_RATIO, (LAST_STRATUM_FRAC / TAIL_MASS_FRAC) ** (1.0 / (n_tail - 1)))
+    outer = TAIL_MASS_FRAC * ratio ** np.arange(n_tail)  # distance from the end, falling
+    bulk = np.linspace(0.0, 1.0 - TAIL_MASS_FRAC, n - n_tail + 1)
+    upper = np.concatenate([bulk, 1.0 - outer[1:], [1.0]])
+    if tail == "upper":
+        return upper
+    if tail == "lower":
+        return (1.0 - upper)[::-1]
+    raise ValueError(f"tail must be 'upper', 'lower' or None, got {tail!r}")
+
+
+def merge_strata(
+    values: np.ndarray, weights: np.ndarray, n: int, tail: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Points with weights summing to 1 merged into n quantile strata (`strata_edges`),
+    each its weighted mean (so the mean is kept exactly); a point is not split across
+    strata."""
     order = np.argsort(values)
     values, weights = values[order], weights[order]
-    stratum = np.minimum((np.cumsum(weights) - weights / 2) * n, n - 1).astype(int)
+    mid = np.cumsum(weights) - weights / 2
+    edges = strata_edges(n, tail)
+    stratum = np.clip(np.searchsorted(edges, mid, side="right") - 1, 0, n - 1)
     w = np.bincount(stratum, weights, minlength=n)
     v = np.bincount(stratum, weights * values, minlength=n)
     keep = w > 0
@@ -275,7 +312,11 @@ class RequestClasses(PromptTokens):
         )
 
 
-DEFAULT_RESOLUTION = (8, 10, 24)  # input, output, hit-rate points: 1,920 classes
+DEFAULT_RESOLUTION = (16, 10, 24)  # input, output, hit-rate points: 1,920 classes
+
+
+# the tails the latencies live in: long prompts and outputs, low prefix hits
+LENGTH_TAIL, HIT_TAIL = "upper", "lower"
 
 
 def request_classes(
@@ -289,9 +330,9 @@ def request_classes(
     if isinstance(hit_rate, Bins) and hit_rate.is_joint:
         return _joint_classes(hit_rate, input_tokens, output_tokens, resolution)
     return _product_classes(
-        input_tokens.discretise(resolution[0]),
-        output_tokens.discretise(resolution[1]),
-        hit_rate.discretise(resolution[2]),
+        input_tokens.discretise(resolution[0], LENGTH_TAIL),
+        output_tokens.discretise(resolution[1], LENGTH_TAIL),
+        hit_rate.discretise(resolution[2], HIT_TAIL),
     )
 
 
@@ -324,7 +365,9 @@ def _joint_classes(hits: Bins, inputs, outputs, resolution) -> RequestClasses:
         hit_points = ((edges[:-1] + edges[1:]) / 2, np.full(per_bin, 1.0 / per_bin))
         b_in = inputs if hits.input_tokens is None else hits.input_tokens[b]
         b_out = outputs if hits.output_tokens is None else hits.output_tokens[b]
-        c = _product_classes(b_in.discretise(n_in), b_out.discretise(n_out), hit_points)
+        c = _product_classes(
+            b_in.discretise(n_in, LENGTH_TAIL), b_out.discretise(n_out, LENGTH_TAIL), hit_points
+        )
         parts.append((c, share))
     total = sum(share for _, share in parts)
     return RequestClasses(

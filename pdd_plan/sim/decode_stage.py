@@ -155,6 +155,8 @@ def feed_and_run(engine: DecodeEngine, path, colocated_instance, arrive_s, wan_d
     n = len(path)
     engine.seq = 2 * n + 1
     outputs, inputs = _io(req)
+    if colocated_instance is not None:  # the prefill pass emitted each request's first token
+        outputs, inputs = outputs - 1, inputs + 1
     # with a bar, smaller chunks so it moves ~PROGRESS_STEPS times (the same run: any
     # chunk size gives the same events in the same order)
     chunk = min(FEED_EVENTS, max(1, len(order) // PROGRESS_STEPS)) if progress else FEED_EVENTS
@@ -171,9 +173,12 @@ def feed_and_run(engine: DecodeEngine, path, colocated_instance, arrive_s, wan_d
                 continue
             if path[e] == rt.DIRECT:
                 payload = (MAIN_STAGE, 0, direct_spec(e, outputs, inputs))
-            else:
-                p = 0 if colocated_instance is None else int(colocated_instance[e])
-                payload = (LOCAL_STAGE, p, local_spec(e, outputs, inputs))
+            elif colocated_instance is None:
+                payload = (LOCAL_STAGE, 0, local_spec(e, outputs, inputs))
+            elif outputs[e] > 0:
+                payload = (LOCAL_STAGE, int(colocated_instance[e]), local_spec(e, outputs, inputs))
+            else:  # a one-token answer ends with its prefill
+                continue
             heapq.heappush(engine.events, (t, 2 * e, ARRIVE, payload))
         engine.run(until=float(times[stop]) if stop < len(order) else float("inf"))
     if progress:

@@ -212,11 +212,24 @@ def _rdma_done(setup: Setup, rdma_payload_bytes, service, prefill: PrefillRun, p
     return np.where(path != rt.DIRECT, prefill.end_s + rdma_visible, np.nan)
 
 
+def _first_from_prefill(prefill_end_s, first_s, last_s, tokens, gaps_s):
+    """Colocated: the prefill pass emits the first token (every engine samples it from
+    the prompt's last position), decode the rest: the stage's first token, its last (the
+    prefill's, for a one-token answer), its tokens and the wait for the first decode
+    token among the gaps."""
+    decoded = tokens > 0
+    first_gap = np.where(decoded, first_s - prefill_end_s, 0.0)
+    return (prefill_end_s.copy(), np.where(decoded, last_s, prefill_end_s), tokens + 1,
+            np.maximum(gaps_s, first_gap))  # fmt: skip
+
+
 def _collect(setup, config, rate, req, path, prefill, service, rdma_done, payload, wan, engine,
              local_pools, main_pool) -> SimRun:  # fmt: skip
     n = len(req)
     lf, ll, li, lt, lseg, lgap = stage_times(engine, LOCAL_STAGE, local_pools, n)
     engine.rec[LOCAL_STAGE] = None  # read: freed before the next stage's columns are built
+    if setup.deployment.architecture == "colocated":
+        lf, ll, lt, lgap = _first_from_prefill(prefill.end_s, lf, ll, lt, lgap)
     mf, ml, mi, mt, mseg, mgap = stage_times(
         engine, MAIN_STAGE, [main_pool] if main_pool else [], n
     )

@@ -63,11 +63,12 @@ def test_slot_wait_vanishes_with_the_load(arch, frac):
 @given(frac=st.floats(0.01, 1.0))
 def test_relay_turns_nobody_away_well_below_its_slots(frac):
     """The narrow mix sends every request to RLD; wherever RLD carries at most 60 % of its
-    slots, the share that overflows to P -> MD is nil (Erlang-B over 120 slots at 72
-    erlangs is 6e-8)."""
+    slots, the share that overflows to P -> MD is nil: Erlang-B over 120 slots at 72
+    erlangs is 6e-8, and the longest prompts, which need more of the KV than the mean one
+    (the knapsack, model/knapsack.py), lift it to at most a few in a million."""
     cap = capacity_rps(RELAY_HEAVY)
     snap = snapshot(RELAY_HEAVY, frac * cap)
     if snap.utilization_frac["relay_decode"] <= 0.6:
-        assert snap.relay_overflow_frac < 1e-6
+        assert snap.relay_overflow_frac < 1e-5
     assert 0.0 <= snap.relay_overflow_frac < 1.0
     assert np.isfinite(snap.ttft_s["p99"])

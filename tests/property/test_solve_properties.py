@@ -161,9 +161,11 @@ def test_a_robust_plan_meets_every_distribution_and_costs_no_less(seed):
 
 
 # seeds 11 and 14 left the list when the search began holding every GPU role under the
-# utilisation cap: their main-distribution plans now carry enough headroom to meet the
-# alternative too (the property holds; those scenarios no longer exercise it)
-@pytest.mark.parametrize("seed", [5, 13, 27])
+# utilisation cap, 13 and 27 when issue #22's models changed (tail strata, the decode step
+# a request shares with itself): their main-distribution plans now meet the alternative
+# too (the property holds; those scenarios no longer exercise it). One seed of each
+# architecture among the first 60 where the alternative binds.
+@pytest.mark.parametrize("seed", [5, 26, 40, 47])
 def test_the_alternative_can_bind(seed):
     """Scenarios where the plan for the main distribution alone misses the SLA (or the
     cap) under the alternative: the robust plan costs more, and meets both."""

@@ -51,7 +51,9 @@ def test_every_exit_3_answer_names_the_limit_with_figures(tmp_path, arch, catalo
             continue
         refused += 1
         assert_named_with_figures(got, name)
-    assert refused >= 6, refused  # the generator makes mostly infeasible cases
+    # the generator makes mostly infeasible cases (colocated's TTFT is its prefill alone,
+    # the floor itself: a limit 0.5-1 % above it can be met, so fewer are refused there)
+    assert refused >= (4 if arch == "colocated" else 6), refused
 
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
@@ -74,7 +76,9 @@ def test_compare_names_each_architectures_limit(tmp_path, catalog):
     data["architectures"] = list(ARCHITECTURES)
     out = api.compare_architectures(written(tmp_path, data), catalog, time_limit_s=TIME_LIMIT_S)
     rows = [r for r in out["architectures"] if not r.get("metrics")]
-    assert len(rows) == len(ARCHITECTURES)
+    # colocated's TTFT is its prefill alone (the prefill pass emits the first token): at
+    # 0.5 % above the floor it may have a plan; the three that decode apart cannot
+    assert {r["architecture"] for r in rows} >= {"pdd", "cdc_pd", "idc_pd"}
     for row in rows:
         assert_named_with_figures(row, row["architecture"])
 

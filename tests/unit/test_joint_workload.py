@@ -106,7 +106,10 @@ def test_without_per_bin_lengths_the_classes_are_the_product(catalog):
     res = (4, 5, 12)
     c = wl.request_classes(w.input_tokens, w.output_tokens, w.prefix_hit_rate, res)
     dists = (w.input_tokens, w.output_tokens, w.prefix_hit_rate)
-    (iv, iw), (ov, ow), (hv, hw) = (d.discretise(n) for d, n in zip(dists, res, strict=True))
+    tails = (wl.LENGTH_TAIL, wl.LENGTH_TAIL, wl.HIT_TAIL)  # the tails the latencies live in
+    (iv, iw), (ov, ow), (hv, hw) = (
+        d.discretise(n, tail) for d, n, tail in zip(dists, res, tails, strict=True)
+    )
     expected_weight = (iw[:, None, None] * ow[None, :, None] * hw[None, None, :]).ravel()
     assert c.weight == pytest.approx(expected_weight / expected_weight.sum())
     assert c.input_tokens == pytest.approx(np.repeat(np.round(iv), len(ov) * len(hv)))

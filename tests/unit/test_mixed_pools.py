@@ -84,7 +84,8 @@ def test_a_one_group_role_is_the_single_pool_exactly(catalog, tmp_path):
 def test_the_split_follows_each_groups_capacity_at_its_tpot_batch(catalog, tmp_path):
     """share_i = n_i B_i / step_i(B_i), normalised; B_i the batch whose step reaches the
     60 ms TPOT limit (or HBM's) at the mean context 2,000 + 300 / 2 = 2,150 tokens. Each
-    group then runs Little's law on its own share: B = rate x share / n x 300 x step(B)."""
+    group then runs Little's law on its own share: B = rate x share / n x 300 x step, the
+    step a request shares with the B others (model/decode_pool.py): step(B + 1)."""
     setup = _setup(catalog, tmp_path, IDC % (H100_DECODE + "\n" + H20_DECODE))
     assert setup.mixed
     context = 2000 + 300 / 2
@@ -101,7 +102,7 @@ def test_the_split_follows_each_groups_capacity_at_its_tpot_batch(catalog, tmp_p
     assert [g.gpu for g in snap.decode_groups] == ["h100_sxm", "h20_96g"]
     for g, pool, share in zip(snap.decode_groups, setup.decode_groups, expected, strict=True):
         assert g.share_frac == pytest.approx(share)
-        step = float(pool.instance.decode_step_s(max(g.batch, 1.0), context))
+        step = float(pool.instance.decode_step_s(min(g.batch + 1.0, g.slots), context))
         little = rate * share / pool.group.count * 300 * step
         assert g.batch == pytest.approx(little, rel=2e-3)
         assert g.utilization_frac == pytest.approx(g.batch / g.slots)
