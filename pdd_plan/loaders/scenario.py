@@ -49,7 +49,8 @@ def resolve_scenario_path(name_or_path: str | None) -> Path:
 def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set[str]]:
     """The valid datacenters, and every well-formed id (valid datacenter or not)."""
     out, seen, role_nodes_of = [], set(), {}
-    for item in node.items(min_items=1) or []:
+    items = node.items(min_items=1) or []
+    for item in items:
         f = item.mapping(
             required=("id", "roles", "gpus"),
             optional=("power_budget_kw", "budget_usd_per_hour", "name"),
@@ -81,7 +82,9 @@ def _datacenters(node: Node, catalog: Catalog) -> tuple[list[sc.Datacenter], set
                     name or "",
                 )
             )
-    for dc in out:  # a role no architecture can place there (model/placement.py)
+    # A role no architecture can place there (model/placement.py); judged only when every
+    # datacenter read, or a misspelt role elsewhere would be reported twice.
+    for dc in out if len(out) == len(items) else ():
         for role_node, role in zip(role_nodes_of[dc.id], dc.roles, strict=True):
             why = unplaceable_role(role, dc, out)
             if why:
