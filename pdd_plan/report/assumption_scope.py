@@ -95,6 +95,12 @@ class Scope:
         groups = [g for g in self.plan["instances"] if g["role"] == role and g["count"] > 0]
         return len({(g["datacenter"], g["gpu"], g["gpus_per_instance"]) for g in groups}) > 1
 
+    def multi_gpu(self) -> bool:
+        """An instance of the plan spans several GPUs (without a plan: it may)."""
+        if self.plan is None:
+            return True
+        return any(g["gpus_per_instance"] > 1 for g in self.plan["instances"] if g["count"] > 0)
+
     def catalog_rental(self) -> bool:
         """A GPU of the plan is rented at the catalog's price (not the scenario's)."""
         if self.plan is None or self.gpus is None:
@@ -184,6 +190,8 @@ RULES: tuple[tuple[str, Callable[[Scope], bool]], ...] = (
     ("Catch-up's rounds in the closed form", Scope.catch_up),
     ("Catch-up's absorbing steps", Scope.catch_up),
     ("RLD's tokens past MD's position", lambda c: c.a == "pdd"),
+    # replicated KV heads exist only on instances of several GPUs
+    ("KV heads fewer than the tensor-parallel degree", Scope.multi_gpu),
     ("A decoding request counts for its life-average KV blocks",
      lambda c: not c.s.engine.reserve_max_output),
     # mixed decode roles: how a mix is modelled, only where the plan mixes; that the MILP

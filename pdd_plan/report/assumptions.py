@@ -9,22 +9,19 @@ from __future__ import annotations
 ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     (
         (
-            "KV dtype applies to every attention cache; rope dims that engines keep in BF16 "
-            "under an FP8 cache are not counted"
+            "KV dtype applies to every attention cache; rope dims that engines keep in BF16 under "
+            "an FP8 cache are not counted"
         ),
         "KV bytes low by about 1-2 % under FP8",
     ),
     (
-        (
-            "DeepSeek-V4 indexer keys are FP4 (reproduces the published 23 GB; FP8 would "
-            "give 26.1 GB)"
-        ),
+        "DeepSeek-V4 indexer keys are FP4 (reproduces the published 23 GB; FP8 would give 26.1 GB)",
         "if wrong, V4 KV low by 10 %",
     ),
     (
         (
-            "DeepSeek-V4 CSA/HCA parameters (grouped low-rank output, compressor) are "
-            "modelled from the config's dims, not a reference implementation"
+            "DeepSeek-V4 CSA/HCA parameters (grouped low-rank output, compressor) are modelled from"
+            " the config's dims, not a reference implementation"
         ),
         "parameters within 2 % of the published 1.6T/49B",
     ),
@@ -34,44 +31,40 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "Linear-attention recurrent states are FP32 (conv states BF16) unless the config "
-            "says otherwise"
+            "Linear-attention recurrent states are FP32 (conv states BF16) unless the config says "
+            "otherwise"
         ),
         "fixed state high by 2x if an engine keeps BF16 states",
     ),
     (
         (
-            "Embeddings, LM head and norms stay BF16 when linears are quantised; fp4/mxfp4 "
-            "include one 8-bit scale per 32 values, int4 a 16-bit scale per 32"
+            "Embeddings, LM head and norms stay BF16 when linears are quantised; fp4/mxfp4 include "
+            "one 8-bit scale per 32 values, int4 a 16-bit scale per 32"
         ),
         "weight bytes within about 1 % of checkpoints",
     ),
     (
-        (
-            "MiniMax-M1 lightning layers are counted with q, k, v, output-gate and output "
-            "projections"
-        ),
+        "MiniMax-M1 lightning layers are counted with q, k, v, output-gate and output projections",
         "active parameters 5.6 % above the published 45.9B",
     ),
     (
         (
-            "Gated attention output gates (Qwen3-Next, Qwen3.5), attention biases and sinks "
-            "are left out of parameter counts"
+            "Gated attention output gates (Qwen3-Next, Qwen3.5), attention biases and sinks are "
+            "left out of parameter counts"
         ),
         "parameters low by < 0.5 %",
     ),
     (
         (
-            "GPU efficiency fractions measured on NVIDIA's TRT-LLM kernel tables are used "
-            "for other engines; chips without measurements borrow a sibling's value (marked "
-            "assumed)"
+            "GPU efficiency fractions measured on NVIDIA's TRT-LLM kernel tables are used for other"
+            " engines; chips without measurements borrow a sibling's value (marked assumed)"
         ),
         "throughput optimistic on less tuned engines",
     ),
     (
         (
-            "Rental prices are neocloud on-demand list prices for 8-GPU nodes; prices "
-            "missing from public sources are assumed relative to a sourced sibling (marked)"
+            "Rental prices are neocloud on-demand list prices for 8-GPU nodes; prices missing from "
+            "public sources are assumed relative to a sourced sibling (marked)"
         ),
         "hyperscaler users pay 2-3x more: override per datacenter",
     ),
@@ -81,40 +74,39 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "Input length, output length and hit rate are independent unless the hit-rate "
-            "bins carry their own lengths (`trace analyze --joint` writes them); inside a "
-            "joint bin the hit rate is uniform and independent of that bin's lengths"
+            "Input length, output length and hit rate are independent unless the hit-rate bins "
+            "carry their own lengths (`trace analyze --joint` writes them); inside a joint bin the "
+            "hit rate is uniform and independent of that bin's lengths"
         ),
         (
-            "without joint bins: tails optimistic where long prompts also have low hits; "
-            "with them, the within-bin correlation is lost (synthetic trace: cached share "
-            "0.639 against 0.651)"
-        ),
-    ),
-    (
-        (
-            "Batched prefill: the c instances' phases are independent (the gap before a take "
-            "is the Palm interval of c independent step processes), steps gamma with the "
-            "fixed point's mean and variance"
-        ),
-        (
-            "the simulated gap's tail is heavier (long steps coincide when the others carry "
-            "an absent instance's load: E[G*^2] 0.11 s^2 against 0.18 on the 3-prefill "
-            "`pdd-paper` plan at 90 %): TTFT P90/P99 optimistic there (-17/-22 %)"
+            "without joint bins: tails optimistic where long prompts also have low hits; with them,"
+            " the within-bin correlation is lost (synthetic trace: cached share 0.639 against "
+            "0.651)"
         ),
     ),
     (
         (
-            "The operating batch counts every arrival during an instance's step as collected "
-            "by it, plus one chunk per empty take; a batched step's parts add per chunk (no "
-            "interference between the chunks of one batch)"
+            "Batched prefill: the c instances' phases are independent (the gap before a take is the"
+            " Palm interval of c independent step processes), steps gamma with the fixed point's "
+            "mean and variance"
         ),
         (
-            "with many instances at low load an idle instance takes most arrivals at once: "
-            "the all-busy chance is high (10 instances at 24-30 %: 0.07-0.12 against 0.009 "
-            "simulated), TTFT P90/P99 pessimistic by 13-15 % (IDC-PD); the mean step 10-15 % "
-            "high near full-step capacity; step time optimistic by what attention over mixed "
-            "lengths loses"
+            "the simulated gap's tail is heavier (long steps coincide when the others carry an "
+            "absent instance's load: E[G*^2] 0.11 s^2 against 0.18 on the 3-prefill `pdd-paper` "
+            "plan at 90 %): TTFT P90/P99 optimistic there (-17/-22 %)"
+        ),
+    ),
+    (
+        (
+            "The operating batch counts every arrival during an instance's step as collected by it,"
+            " plus one chunk per empty take; a batched step's parts add per chunk (no interference "
+            "between the chunks of one batch)"
+        ),
+        (
+            "with many instances at low load an idle instance takes most arrivals at once: the "
+            "all-busy chance is high (10 instances at 24-30 %: 0.07-0.12 against 0.009 simulated), "
+            "TTFT P90/P99 pessimistic by 13-15 % (IDC-PD); the mean step 10-15 % high near "
+            "full-step capacity; step time optimistic by what attention over mixed lengths loses"
         ),
     ),
     (
@@ -128,8 +120,15 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
-        "Colocated serving prefills one request at a time",
-        "colocated prefill capacity pessimistic at high hit rates",
+        (
+            "Colocated serving prefills one request at a time between decode steps: a request's "
+            "first token comes from its prefill pass, and a decoding request pauses for each "
+            "prefill its instance runs before its last token (the prefill queue's busy periods)"
+        ),
+        (
+            "colocated prefill capacity pessimistic at high hit rates; TPOT pessimistic against an "
+            "engine that chunks prefill into its decode steps"
+        ),
     ),
     (
         "Communication is added to compute, not overlapped (no micro-batch overlap)",
@@ -137,29 +136,29 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "Kernels reach the catalog's measured GEMM/attention efficiencies at every size "
-            "above the fitted per-kernel latencies"
+            "Kernels reach the catalog's measured GEMM/attention efficiencies at every size above "
+            "the fitted per-kernel latencies"
         ),
         "throughput optimistic for odd shapes and small batches",
     ),
     (
         (
-            "One GPU type and instance shape per role, except the finishing decode role "
-            "(main decode, IDC-PD decode), which may mix types in one datacenter"
+            "One GPU type and instance shape per role, except the finishing decode role (main "
+            "decode, IDC-PD decode), which may mix types in one datacenter"
         ),
         "plans that would mix prefill or relay types are not found",
     ),
     (
         (
-            "A mixed decode role is split by capacity at each group's TPOT batch, with fixed "
-            "shares (a live least-loaded router rebalances on current load)"
+            "A mixed decode role is split by capacity at each group's TPOT batch, with fixed shares"
+            " (a live least-loaded router rebalances on current load)"
         ),
         "optimistic for the group whose step rises faster with batch, near saturation",
     ),
     (
         (
-            "Each group of a mixed role has its own slot queue (n_i K_i servers), where a "
-            "router that takes any free slot pools the whole role"
+            "Each group of a mixed role has its own slot queue (n_i K_i servers), where a router "
+            "that takes any free slot pools the whole role"
         ),
         "pessimistic slot wait (less pooling)",
     ),
@@ -172,9 +171,9 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "With a mixed main-decode role, PDD's relay load and handoff are solved per "
-            "group and averaged by share, and with `pool_hold: handoff_end` the line's "
-            "figures are the first group's"
+            "With a mixed main-decode role, PDD's relay load and handoff are solved per group and "
+            "averaged by share, and with `pool_hold: handoff_end` the line's figures are the first "
+            "group's"
         ),
         "small, no set direction",
     ),
@@ -185,105 +184,104 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     (
         "The WAN is in steady state: the pool wait is G/G/K, the line M/G/R processor sharing",
         (
-            "optimistic near capacity: measured runs above ~90 % of the line saturate the "
-            "pool (the published narrow mix); `evaluate` warns there"
+            "optimistic near capacity: measured runs above ~90 % of the line saturate the pool (the"
+            " published narrow mix); `evaluate` warns there"
         ),
     ),
     (
         (
-            "MD's decode-side cache holds a request's prefix whole or not at all, "
-            "independent of its hit rate and length; without a measured curve the reuse "
-            "interval is lognormal (median 300 s, sigma 1), an assumption"
+            "MD's decode-side cache holds a request's prefix whole or not at all, independent of "
+            "its hit rate and length; without a measured curve the reuse interval is lognormal "
+            "(median 300 s, sigma 1), an assumption"
         ),
         "mean bytes exact against a measured curve; pessimistic if real turns return sooner",
     ),
     (
         (
-            "The closed form and the planner read the decode-side cache curve at the "
-            "scenario's arrival rate (the simulator at its own)"
+            "The closed form and the planner read the decode-side cache curve at the scenario's "
+            "arrival rate (the simulator at its own)"
         ),
         "goodput optimistic with a finite cache: at higher rates fewer prefixes stay resident",
     ),
     (
         (
-            "One decode-side LRU over all requests, pooled over the MD instances; what one "
-            "host can hold and the tier's read bandwidth back into HBM are not checked (a 3 "
-            "GB prefix takes ~0.43 s from one NVMe drive)"
+            "One decode-side LRU over all requests, pooled over the MD instances; what one host can"
+            " hold and the tier's read bandwidth back into HBM are not checked (a 3 GB prefix takes"
+            " ~0.43 s from one NVMe drive)"
         ),
         "optimistic, mostly for SSD, which the planner therefore prefers to DRAM",
     ),
     (
         (
-            "Cache tier prices: DRAM rental = purchase / 36 months (list price of 256 GB "
-            "DDR5 modules); SSD rental = EBS gp3 $0.08/GiB-month; the tier's power, CPUs and "
-            "chassis are not counted"
+            "Cache tier prices: DRAM rental = purchase / 36 months (list price of 256 GB DDR5 "
+            "modules); SSD rental = EBS gp3 $0.08/GiB-month; the tier's power, CPUs and chassis are"
+            " not counted"
         ),
         "DRAM pessimistic, SSD optimistic on price; cost slightly optimistic",
     ),
     (
         (
-            "The cut-off's consistency cost: every conversation has a next turn, which lacks "
-            "on MD what the cut-off turn added (its uncached prompt and its output); the "
-            "previous turn was cut off with the cut-off's share, independent of this request"
+            "The cut-off's consistency cost: every conversation has a next turn, which lacks on MD "
+            "what the cut-off turn added (its uncached prompt and its output); the previous turn "
+            "was cut off with the cut-off's share, independent of this request"
         ),
         (
-            "pessimistic about the cut-off's WAN saving and relay cost where conversations "
-            "end; the output part may count twice where P's cache holds prompts only (under "
-            "0.3 % of the added tokens on `pdd-paper`)"
+            "pessimistic about the cut-off's WAN saving and relay cost where conversations end; the"
+            " output part may count twice where P's cache holds prompts only (under 0.3 % of the "
+            "added tokens on `pdd-paper`)"
         ),
     ),
     (
         (
-            "Cut-off threshold = stripes x one connection's rate x the TPOT limit; the "
-            "handoff and slow start are left out of the waste test"
+            "Cut-off threshold = stripes x one connection's rate x the TPOT limit; the handoff and "
+            "slow start are left out of the waste test"
         ),
         (
-            "cuts off fewer requests than the true waste test (RLD's steps are shorter than "
-            "the limit, transfers slower than the connection's rate)"
+            "cuts off fewer requests than the true waste test (RLD's steps are shorter than the "
+            "limit, transfers slower than the connection's rate)"
         ),
     ),
     (
         "The cut-off selects relay candidates by P's uncached bytes, not MD's",
         (
-            "cuts off fewer requests where MD lacks more than P (non-resident prefixes, next "
-            "turns of cut-off conversations); no chain of cut-offs"
+            "cuts off fewer requests where MD lacks more than P (non-resident prefixes, next turns "
+            "of cut-off conversations); no chain of cut-offs"
         ),
     ),
     (
         (
             "A step above the CUDA-graph capture size lasts at least the profile's "
-            "`eager_mode_step_s`, launches fully overlapping GPU work; the plain roofline "
-            "has 0 (every step replayed from graphs)"
+            "`eager_mode_step_s`, launches fully overlapping GPU work; the plain roofline has 0 "
+            "(every step replayed from graphs)"
         ),
         (
-            "plain roofline optimistic for long steps of many-kernel models on fast "
-            "instances; the floor optimistic where host work and GPU synchronise"
+            "plain roofline optimistic for long steps of many-kernel models on fast instances; the "
+            "floor optimistic where host work and GPU synchronise"
         ),
     ),
     (
         (
-            "The planner uses vLLM's default capture size (512 tokens per attention group, "
-            'per GPU under "ep"); a profile does not store the size it was fitted at'
+            "The planner uses vLLM's default capture size (512 tokens per attention group, per GPU "
+            'under "ep"); a profile does not store the size it was fitted at'
         ),
         "optimistic for engines launched with a smaller capture size",
     ),
     (
         (
-            "Fitting DP runs: every rank carries rank 0's decode batch and no prefill of its "
-            "own; iterations that wait for another rank's prefill (0.6-1.4 %) count as "
-            "outliers"
+            "Fitting DP runs: every rank carries rank 0's decode batch and no prefill of its own; "
+            "iterations that wait for another rank's prefill (0.6-1.4 %) count as outliers"
         ),
         "optimistic in the TPOT tail of DP-attention instances",
     ),
     (
         (
-            "Catch-up's rounds in the closed form: RLD step phases independent and uniform, "
-            "mean MD and RLD steps (the switch gap as 4 values)"
+            "Catch-up's rounds in the closed form: RLD step phases independent and uniform, mean MD"
+            " and RLD steps (the switch gap as 4 values)"
         ),
         (
-            "more RLD load where MD's step is between one and two RLD steps (up to 13 % of "
-            "the stop time in a synthetic case, about 0 on `pdd-paper`); switch-gap P90 "
-            "within 7 % of the simulator on the PDD agreement cases"
+            "more RLD load where MD's step is between one and two RLD steps (up to 13 % of the stop"
+            " time in a synthetic case, about 0 on `pdd-paper`); switch-gap P90 within 7 % of the "
+            "simulator on the PDD agreement cases"
         ),
     ),
     (
@@ -292,19 +290,19 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "RLD's tokens past MD's position at the stop count as RLD output",
-        ("RLD output high by about 2 tokens per handoff if the paper counts delivered tokens only"),
+        "RLD output high by about 2 tokens per handoff if the paper counts delivered tokens only",
     ),
     (
         (
-            "Streamed KV appears uniformly over the prefill; in the closed form the wait for "
-            "a connection is still added after prefill"
+            "Streamed KV appears uniformly over the prefill; in the closed form the wait for a "
+            "connection is still added after prefill"
         ),
         "TTFT slightly optimistic when layers differ in time; pessimistic when the pool queues",
     ),
     (
         (
-            "Striping: the N flows of a transfer take their N connections together (closed "
-            "form) and are not counted as a burst on the line"
+            "Striping: the N flows of a transfer take their N connections together (closed form) "
+            "and are not counted as a burst on the line"
         ),
         "pool wait pessimistic; optimistic near line saturation",
     ),
@@ -314,48 +312,72 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "A decoding request counts for its life-average KV blocks (prompt + half its "
-            "output); block growth and the engine's retraction of requests when blocks run "
-            "out are not modelled"
+            "A decoding request counts for its life-average KV blocks (prompt + half its output); "
+            "block growth and the engine's retraction of requests when blocks run out are not "
+            "modelled"
         ),
         (
-            "slots high where an engine admits by the current blocks and retracts often; low "
-            "where it reserves the whole output (set `engine.reserve_max_output`)"
-        ),
-    ),
-    (
-        (
-            "The slot wait of a decode role is one pooled many-server queue, one per "
-            "instance on colocated serving (Erlang-C scaled by the Halfin-Whitt effect of "
-            "the output-length variability, exponential tail)"
-        ),
-        (
-            "TTFT optimistic above about 95 % of a decode role's slots, where the long "
-            "simulated runs queue longer (`evaluate` warns there)"
+            "slots high where an engine admits by the current blocks and retracts often; low where "
+            "it reserves the whole output (set `engine.reserve_max_output`)"
         ),
     ),
     (
         (
-            "Relay overflow is Erlang-B (Poisson arrivals, no retry); an overflowed request "
-            "waits for its KV on MD like a direct one"
-        ),
-        "overflow share low under bursty arrivals",
-    ),
-    (
-        (
-            "The handoff's fixed engine cost (235.6 ms by default, from the published 305 "
-            "ms) delays the handed-off request only, not the requests co-batched with its "
-            "extend step"
+            "KV heads fewer than the tensor-parallel degree are replicated on the instance's GPUs "
+            "(as vLLM and SGLang do)"
         ),
         (
-            "TPOT of MD's other requests optimistic if the engine runs the extend step "
-            "outside its CUDA graph for the whole batch"
+            "none for those engines; KV room pessimistic for an engine that splits one head's KV by"
+            " sequence over GPUs"
         ),
     ),
     (
         (
-            "TPOT spread from the batch: each instance holds N/n of a Poisson population "
-            "(M/G/inf, no cap), averaged over a request's life"
+            "The decode step a request shares is the step at its pool's mean batch plus itself (the"
+            " arrival theorem), at most the slots"
+        ),
+        (
+            "exact for Poisson arrivals; TPOT pessimistic by one request's share of a step for "
+            "smoother arrivals"
+        ),
+    ),
+    (
+        (
+            "The slot wait of a decode role is one pooled many-server queue, one per instance on "
+            "colocated serving (Erlang-C scaled by the Halfin-Whitt effect of the output-length "
+            "variability, exponential tail)"
+        ),
+        (
+            "TTFT optimistic above about 95 % of a decode role's slots, where the long simulated "
+            "runs queue longer (`evaluate` warns there)"
+        ),
+    ),
+    (
+        (
+            "Relay overflow: each relay instance is a loss system on its KV room with a class per "
+            "request size (Kaufman-Roberts over 1,024 units; Poisson arrivals, no retry), the "
+            "pool's room less half a mean request per instance beyond the first for packing; an "
+            "overflowed request waits for its KV on MD like a direct one"
+        ),
+        (
+            "overflow share low under bursty arrivals; long requests are refused where short ones "
+            "still fit, as an engine's admission does"
+        ),
+    ),
+    (
+        (
+            "The handoff's fixed engine cost (235.6 ms by default, from the published 305 ms) "
+            "delays the handed-off request only, not the requests co-batched with its extend step"
+        ),
+        (
+            "TPOT of MD's other requests optimistic if the engine runs the extend step outside its "
+            "CUDA graph for the whole batch"
+        ),
+    ),
+    (
+        (
+            "TPOT spread from the batch: each instance holds N/n of a Poisson population (M/G/inf, "
+            "no cap), averaged over a request's life"
         ),
         "spread high near the slot limit, where the cap clips the population",
     ),
@@ -363,18 +385,18 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
         (
             "The SLA check is monotone: a plan with more of any role or a larger line meets "
             "whatever a smaller one meets, and a rate met implies every lower rate met; the "
-            "search's bounds, corner tests and bisections prune on it (checked against "
-            "exhaustive enumeration on 38 small random scenarios, not proven)"
+            "search's bounds, corner tests and bisections prune on it (checked against exhaustive "
+            "enumeration on 38 small random scenarios, not proven)"
         ),
         (
-            "where it fails, a pruned plan could have been cheaper: cost pessimistic; never "
-            "a plan that breaks the SLA (every answer is verified with `evaluate`)"
+            "where it fails, a pruned plan could have been cheaper: cost pessimistic; never a plan "
+            "that breaks the SLA (every answer is verified with `evaluate`)"
         ),
     ),
     (
         (
-            "The search's main-decode ceiling mirrors `decode_side`'s first pass (every "
-            "remote request's whole output on MD, before the relay's eager tokens) to 1e-9"
+            "The search's main-decode ceiling mirrors `decode_side`'s first pass (every remote "
+            "request's whole output on MD, before the relay's eager tokens) to 1e-9"
         ),
         (
             "none on answers: it only skips plans the model fails; if the model's first pass "
@@ -383,12 +405,12 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "The search's connection-pool ceiling takes each transfer's hold at full flow "
-            "rate plus the RTT (no sharing slowdown, no wait for a connection)"
+            "The search's connection-pool ceiling takes each transfer's hold at full flow rate plus"
+            " the RTT (no sharing slowdown, no wait for a connection)"
         ),
         (
-            "none on answers: the ceiling is at or above the model's saturation rate, so it "
-            "can only be loose (more evaluations), never refuse a plan the model runs"
+            "none on answers: the ceiling is at or above the model's saturation rate, so it can "
+            "only be loose (more evaluations), never refuse a plan the model runs"
         ),
     ),
     (
@@ -402,26 +424,26 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     (
         "HiGHS runs without its feasibility-jump heuristic",
         (
-            "none on answers: the optimum is proven within the same gap; MILP values move by "
-            "up to 2e-7 (integer tolerance)"
+            "none on answers: the optimum is proven within the same gap; MILP values move by up to "
+            "2e-7 (integer tolerance)"
         ),
     ),
     (
         (
-            "The optimiser's capacities are linear per instance (a prefill instance carries "
-            "cap / E[prefill time]; a decode instance its TPOT-limited batch), then each "
-            "plan is verified with `evaluate`"
+            "The optimiser's capacities are linear per instance (a prefill instance carries cap / "
+            "E[prefill time]; a decode instance its TPOT-limited batch), then each plan is verified"
+            " with `evaluate`"
         ),
         "plans conservative by up to the utilisation cap (0.85 by default); never below the SLA",
     ),
     (
         (
-            "A datacenter's power budget counts GPUs x TDP x PUE (no CPUs, NICs or cooling "
-            "beyond the PUE; GPUs at full TDP)"
+            "A datacenter's power budget counts GPUs x TDP x PUE (no CPUs, NICs or cooling beyond "
+            "the PUE; GPUs at full TDP)"
         ),
         (
-            "fits more GPUs than a budget that includes whole servers; fewer than one that "
-            "counts typical draw"
+            "fits more GPUs than a budget that includes whole servers; fewer than one that counts "
+            "typical draw"
         ),
     ),
     (
@@ -430,66 +452,59 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "A choice among architectures is proven only where each architecture's search "
-            "is; a stopped search's own bound decides whether it could still win (a tie "
-            "within 0.1 % counts as could-win)"
+            "A choice among architectures is proven only where each architecture's search is; a "
+            "stopped search's own bound decides whether it could still win (a tie within 0.1 % "
+            "counts as could-win)"
         ),
         "none on plans; `optimal` is claimed less often (conservative)",
     ),
     (
         (
-            "Relaxation figures are rounded towards the safe side at 3 significant digits "
-            "(budgets to the cent, power to 0.1 kW)"
+            "Relaxation figures are rounded towards the safe side at 3 significant digits (budgets "
+            "to the cent, power to 0.1 kW)"
         ),
         "a figure may overstate the need by up to one unit in its last digit",
     ),
     (
+        "Availability, power and budget relaxations come from the elastic MILP's linear capacities",
+        "a figure may fall short of what the exact search then needs (3 of 112 fuzzed relaxations)",
+    ),
+    (
         (
-            "Availability, power and budget relaxations come from the elastic MILP's linear "
-            "capacities"
+            "The utilisation cap holds each role's mean utilisation (evaluate's figure) at the rate"
+            " every plan must carry, under every hit-rate mix"
         ),
         (
-            "a figure may fall short of what the exact search then needs (3 of 112 fuzzed "
-            "relaxations)"
+            "conservative where the worst listed mix is rare; optimistic for headroom against "
+            "bursts above the mean and above that rate (no peak or percentile of load is capped)"
         ),
     ),
     (
         (
-            "The utilisation cap holds each role's mean utilisation (evaluate's figure) at "
-            "the rate every plan must carry, under every hit-rate mix"
+            "`model import` places MoE layers by the config's `decoder_sparse_step` (Qwen: (i + 1) "
+            "% k == 0) or integer `moe_layer_freq` (DeepSeek, Kimi-Linear: i >= "
+            "first_k_dense_replace and i % k == 0), as transformers and vLLM do; the sliding-window"
+            " hybrid family (MiMo) ignores an integer `moe_layer_freq`"
         ),
         (
-            "conservative where the worst listed mix is rare; optimistic for headroom "
-            "against bursts above the mean and above that rate (no peak or percentile of "
-            "load is capped)"
-        ),
-    ),
-    (
-        (
-            "`model import` places MoE layers by the config's `decoder_sparse_step` (Qwen: "
-            "(i + 1) % k == 0) or integer `moe_layer_freq` (DeepSeek, Kimi-Linear: i >= "
-            "first_k_dense_replace and i % k == 0), as transformers and vLLM do; the "
-            "sliding-window hybrid family (MiMo) ignores an integer `moe_layer_freq`"
-        ),
-        (
-            "none for the shipped configs (k = 1); a MiMo-style config with k > 1 would "
-            "count routed weights on every layer (weights and FLOPs high)"
+            "none for the shipped configs (k = 1); a MiMo-style config with k > 1 would count "
+            "routed weights on every layer (weights and FLOPs high)"
         ),
     ),
     (
         (
-            "Decode kernels reach the roofline (DeepSeek-V4's sparse attention, "
-            "hyper-connections and MTP are not modelled)"
+            "Decode kernels reach the roofline (DeepSeek-V4's sparse attention, hyper-connections "
+            "and MTP are not modelled)"
         ),
         (
-            "decode optimistic for V4: the published deployment decodes several times fewer "
-            "tokens per GPU"
+            "decode optimistic for V4: the published deployment decodes several times fewer tokens "
+            "per GPU"
         ),
     ),
     (
         (
-            "A scenario's `engine.decode_kv_bytes_per_token` sets the HBM a decoding request "
-            "holds, not the bytes a decode step reads (the architecture's sparse reads stay)"
+            "A scenario's `engine.decode_kv_bytes_per_token` sets the HBM a decoding request holds,"
+            " not the bytes a decode step reads (the architecture's sparse reads stay)"
         ),
         "TPOT optimistic if the engine reads its larger layout each step",
     ),
