@@ -25,6 +25,7 @@ from pdd_plan.plan import lp_names as nm
 from pdd_plan.plan import milp_seeds as ms
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.formulate import HIGHS_OPTIONS, Formulation, formulate
+from pdd_plan.plan.shortfalls import limit_line
 from pdd_plan.units import GBIT_BITS
 
 # penalty per unit of relative violation (slack / the constraint's size): covering the
@@ -101,15 +102,7 @@ class Shortfall:
 
     def line(self) -> str:
         f = self.family
-        if f.family == "availability":
-            return f"{f.subject}: needs {self.needs:,.0f} GPUs, {self.limit:,.0f} available"
-        if f.subject == "WAN lines":
-            return f"WAN lines: needs {self.needs:,.0f}, {self.limit:,.0f} allowed (wan.max_lines)"
-        if f.family == "budget":
-            return f"{f.subject}: needs ${self.needs:,.2f}/h, budget ${self.limit:,.2f}/h"
-        if f.family == "power":
-            return f"{f.subject}: needs {self.needs:,.1f} kW, budget {self.limit:,.1f} kW"
-        return f"{f.subject}: needs {self.needs:,.4g} {f.unit}, {self.limit:,.4g} {f.unit} possible"
+        return limit_line(f.family, f.subject, self.needs, self.limit, f.unit, "possible")
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,29 @@ def relaxation(s) -> str:
     )
 
 
+def limit_line(kind: str, limit: str, needs: float, has: float, unit: str,
+               other: str = "has") -> str:  # fmt: skip
+    """`limit`: what it needs against what it has, in its kind's words (one reason line;
+    the elastic MILP's shortfalls too, with `other` "possible": its figure is what the
+    linear capacities allow)."""
+    if kind == "availability":
+        return f"{limit}: needs {needs:,.0f} GPUs, {has:,.0f} available"
+    if kind == "line" and unit == "lines":
+        return f"{limit}: needs {needs:,.0f}, {has:,.0f} allowed (wan.max_lines)"
+    if kind == "budget":
+        return f"{limit}: needs ${needs:,.2f}/h, budget ${has:,.2f}/h"
+    if kind == "power":
+        return f"{limit}: needs {needs:,.1f} kW, budget {has:,.1f} kW"
+    if kind == "cap":
+        return f"{limit}: {needs:.3g}, cap {has:.3g}"
+    suffix = f" {unit}" if unit else ""
+    if kind == "sla":
+        return f"{limit}: {needs:.3g}{suffix}, limit {has:.3g}{suffix}"
+    if other == "has":
+        return f"{limit}: needs {needs:,.4g}{suffix}, has {has:,.4g}{suffix}"
+    return f"{limit}: needs {needs:,.4g}{suffix}, {has:,.4g}{suffix} {other}"
+
+
 @dataclass(frozen=True)
 class Miss:
     """One limit no plan meets, with its figures (plan/nearest.py, limits_used.py) and the
@@ -100,20 +123,7 @@ class Miss:
 
     def line(self) -> str:
         """The limit and by how much, as the one-line reason shows it."""
-        unit = f" {self.unit}" if self.unit else ""
-        if self.kind == "availability":
-            return f"{self.limit}: needs {self.needs:,.0f} GPUs, {self.has:,.0f} available"
-        if self.kind == "line" and self.unit == "lines":
-            return f"{self.limit}: needs {self.needs:,.0f}, {self.has:,.0f} allowed (wan.max_lines)"
-        if self.kind == "budget":
-            return f"{self.limit}: needs ${self.needs:,.2f}/h, budget ${self.has:,.2f}/h"
-        if self.kind == "power":
-            return f"{self.limit}: needs {self.needs:,.1f} kW, budget {self.has:,.1f} kW"
-        if self.kind == "cap":
-            return f"{self.limit}: {self.needs:.3g}, cap {self.has:.3g}"
-        if self.kind == "sla":
-            return f"{self.limit}: {self.needs:.3g}{unit}, limit {self.has:.3g}{unit}"
-        return f"{self.limit}: needs {self.needs:,.4g}{unit}, has {self.has:,.4g}{unit}"
+        return limit_line(self.kind, self.limit, self.needs, self.has, self.unit)
 
     def to_json(self) -> dict:
         out = {"limit": self.limit, "kind": self.kind, "needs": self.needs, "has": self.has,
