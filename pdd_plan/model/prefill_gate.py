@@ -62,7 +62,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaincc
 
-from pdd_plan.model.queueing import WaitModel
+from pdd_plan.model.queueing import WaitModel, erlang_c
 
 # Feedback below 1 by this margin at least: ρ < the full-step load < 1 below saturation
 # (S(b) / b falls with b), so this only guards rounding next to saturation.
@@ -313,6 +313,19 @@ class StepLaw:
         return (g2 / g1, g3 / g1) if g1 > 0 else (0.0, 0.0)
 
 
+def all_busy_prob(servers: int, busy_frac: float) -> float:
+    """π, the chance an arrival finds all c instances busy when each is busy a share u of
+    the time: Erlang C at c u erlangs (u itself for one instance, PASTA). Not u^c: an empty
+    queue idles several instances at once, so busy periods overlap. Against the simulator
+    at the simulated u (c, u -> Erlang C / simulated): 4, 0.75 -> 0.50 / 0.47; 2, 0.50 ->
+    0.33 / 0.32; 3, 0.73 -> 0.52 / 0.49 (agreement campaign seeds 66, 34, 11)."""
+    if busy_frac >= 1.0:
+        return 1.0
+    if busy_frac <= 0.0:
+        return 0.0
+    return erlang_c(int(servers), servers * busy_frac)
+
+
 def added_moments(law: StepLaw, busy_prob: float, others_rate_per_s: float,
                   mean_x_s: float, second_x_s2: float) -> tuple[float, float]:  # fmt: skip
     """(mean, second moment) of what batching adds to a request's wait (module docstring);
@@ -357,4 +370,6 @@ def gated_or_queued(base: WaitModel, mean_s: float, second_s2: float,
     if chosen is queued and a_mean <= 0:
         return base
     prob = min(1.0, 2.0 * m * m / m2)
+    if prob <= 0.0:  # a mean so small beside its second moment that m² underflows
+        return base
     return WaitModel(prob, prob / m)
