@@ -57,6 +57,41 @@ PARAMETERS: dict[str, tuple[float, float, float]] = {
     "decode_request_s": (0.0, 0.0, 0.1),
     "serial_token_s": (0.0, 0.0, 0.01),
     "eager_mode_step_s": (0.0, 0.0, 1.0),
+    # issue #23: physical parameters (PHYSICAL below says what each means)
+    "expert_gemm_efficiency_frac": (1.0, 0.05, 1.6),
+    "attention_efficiency_frac": (1.0, 0.05, 1.6),
+    "kv_read_efficiency_frac": (1.0, 0.05, 1.6),
+    "kernel_latency_s": (0.0, 0.0, 50e-6),
+    "alltoall_overlap_frac": (0.0, 0.0, 1.0),
+}
+# What each issue-#23 parameter means, and where its range comes from (the README's
+# table; `calibrate` repeats it when a fit sits at a bound).
+PHYSICAL: dict[str, str] = {
+    "expert_gemm_efficiency_frac": (
+        "grouped-expert (routed MoE) GEMMs' efficiency over the dense GEMMs' "
+        "(compute_efficiency_frac); a grouped GEMM of a few tokens per expert runs below a "
+        "dense one. Bounded above by the datasheet peak (calibration_checks)"
+    ),
+    "attention_efficiency_frac": (
+        "attention kernels' FLOP efficiency over the dense GEMMs'; bounded above by the "
+        "datasheet peak (calibration_checks)"
+    ),
+    "kv_read_efficiency_frac": (
+        "the KV reads' (and writes') HBM efficiency over the weights' "
+        "(memory_efficiency_frac): paged decode attention streams many small blocks, "
+        "fewer heads per GPU as TP grows; bounded above by the HBM peak"
+    ),
+    "kernel_latency_s": (
+        "fixed time of one kernel in a CUDA-graph replay (launch gap + tail), times the "
+        "kernels one GPU runs per step (layers x kernels per layer + collectives: "
+        "roofline_parts.kernels_per_step); 0-50 us (a graph replay's gaps are 1-5 us, "
+        "an eager launch 5-20 us)"
+    ),
+    "alltoall_overlap_frac": (
+        "share of the MoE all-to-all hidden behind the other micro-batch's compute "
+        "(two-batch overlap); never more than the step's GPU time; 0 without TBO, "
+        "up to 1"
+    ),
 }
 # Largest step (tokens on one rank) an engine replays as a captured CUDA graph: vLLM's
 # default `max_cudagraph_capture_size` is min(2 x max_num_seqs, 512) (vLLM 0.20
@@ -95,6 +130,11 @@ class EngineProfile:
     decode_request_s: float = 0.0
     serial_token_s: float = 0.0
     eager_mode_step_s: float = 0.0
+    expert_gemm_efficiency_frac: float = 1.0
+    attention_efficiency_frac: float = 1.0
+    kv_read_efficiency_frac: float = 1.0
+    kernel_latency_s: float = 0.0
+    alltoall_overlap_frac: float = 0.0
     engine: str = ""
     engine_version: str = ""
     gpu: str = ""  # catalog GPU id the parameters were fitted on ("" = any)
@@ -154,7 +194,7 @@ class EngineProfile:
 def step_parts(params, parts: dict, counts: dict) -> tuple:
     """`EngineProfile.adjust` for a parameter vector in PARAMETERS order (fits call this
     with trial vectors; the roofline calls it through the profile)."""
-    fixed, layer, compute_eff, memory_eff, overlap, p_fixed, p_req, d_req, serial, eager = params
+    fixed, layer, _, _, overlap, p_fixed, p_req, d_req, serial, eager = params[:10]
     groups = counts["groups"]
     prompts = counts["prompts"]
     decode = counts["decode_requests"]
@@ -162,9 +202,12 @@ def step_parts(params, parts: dict, counts: dict) -> tuple:
     prefill = np.where(prompts * counts["new_tokens"] > 0, p_fixed + p_req * prompts / groups, 0.0)
     overhead_s = parts["step_overhead_s"] + fixed + layer * parts["layer_s"]
     overhead_s = overhead_s + prefill + d_req * decode / groups + serial * tokens / groups
-    compute_s = parts["compute_s"] / compute_eff
-    memory_s = parts["memory_s"] / memory_eff
+    overhead_s = overhead_s + params[13] * parts.get("kernels", 0.0)
+    compute_s, memory_s = _reweighed(params, parts)
     comm_s = parts["comm_s"] * (1.0 - overlap)
+    comm_s = comm_s - np.minimum(
+        params[14] * parts.get("alltoall_s", 0.0) * (1.0 - overlap), np.maximum(compute_s, memory_s)
+    )
     # an eager step ends when the host has launched its last kernel or the GPU has run
     # it, whichever is later: the launches run ahead of the GPU (asynchronous CUDA)
     gpu_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
@@ -172,11 +215,33 @@ def step_parts(params, parts: dict, counts: dict) -> tuple:
     return compute_s, memory_s, comm_s, overhead_s
 
 
+def _reweighed(params, parts: dict) -> tuple:
+    """(compute_s, memory_s) with the profile's efficiencies: the whole at the dense GEMM /
+    weight efficiencies, the routed-expert GEMM, attention and KV shares (parts
+    "expert_compute_s", "attention_compute_s", "kv_memory_s"; 0 where absent) moved by
+    their own. Written as a correction, so that at efficiency 1 it adds share x 0.0:
+    the identity profile leaves the plain parts bit for bit."""
+    compute_eff, memory_eff = params[2], params[3]
+    expert_eff, attention_eff, kv_eff = params[10], params[11], params[12]
+    compute_s = parts["compute_s"] / compute_eff
+    compute_s = compute_s + parts.get("expert_compute_s", 0.0) * (
+        1.0 / (compute_eff * expert_eff) - 1.0 / compute_eff
+    )
+    compute_s = compute_s + parts.get("attention_compute_s", 0.0) * (
+        1.0 / (compute_eff * attention_eff) - 1.0 / compute_eff
+    )
+    memory_s = parts["memory_s"] / memory_eff
+    memory_s = memory_s + parts.get("kv_memory_s", 0.0) * (
+        1.0 / (memory_eff * kv_eff) - 1.0 / memory_eff
+    )
+    return compute_s, memory_s
+
+
 def _float_step_parts(params, parts: dict, counts: dict) -> tuple:
     """`step_parts` of Python numbers in plain floats, the same operations in the same
     order (numpy's per-call cost is most of a scalar step's): np.where becomes a choice
     (its both branches are finite arithmetic) and np.maximum `_maximum`."""
-    fixed, layer, compute_eff, memory_eff, overlap, p_fixed, p_req, d_req, serial, eager = params
+    fixed, layer, _, _, overlap, p_fixed, p_req, d_req, serial, eager = params[:10]
     groups = counts["groups"]
     prompts = counts["prompts"]
     decode = counts["decode_requests"]
@@ -184,13 +249,20 @@ def _float_step_parts(params, parts: dict, counts: dict) -> tuple:
     prefill = p_fixed + p_req * prompts / groups if prompts * counts["new_tokens"] > 0 else 0.0
     overhead_s = parts["step_overhead_s"] + fixed + layer * parts["layer_s"]
     overhead_s = overhead_s + prefill + d_req * decode / groups + serial * tokens / groups
-    compute_s = parts["compute_s"] / compute_eff
-    memory_s = parts["memory_s"] / memory_eff
+    overhead_s = overhead_s + params[13] * parts.get("kernels", 0.0)
+    compute_s, memory_s = _reweighed(params, parts)
     comm_s = parts["comm_s"] * (1.0 - overlap)
+    hidden = params[14] * parts.get("alltoall_s", 0.0) * (1.0 - overlap)
+    comm_s = comm_s - _minimum(hidden, _maximum(compute_s, memory_s))
     gpu_s = _maximum(compute_s, memory_s) + comm_s + overhead_s
     flag = counts["eager"] if "eager" in counts else (tokens > GRAPH_MAX_TOKENS * groups) * 1.0
     overhead_s = overhead_s + flag * _maximum(eager - gpu_s, 0.0)
     return compute_s, memory_s, comm_s, overhead_s
+
+
+def _minimum(a: float, b: float) -> float:
+    """np.minimum of two floats: the smaller, a NaN either way."""
+    return a if a <= b or a != a else b
 
 
 def _maximum(a: float, b: float) -> float:

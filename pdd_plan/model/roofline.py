@@ -81,6 +81,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
 from pdd_plan.model.hardware import Gpu
 from pdd_plan.model.kernels import (
@@ -250,15 +252,7 @@ class Instance(StepParts, MemoisedSteps):
         """The step's parts from whole-token counts: numpy arrays or Python floats alike
         (`plain`: all five are Python floats, so every part is one too)."""
         tokens = batch + prompts * new
-        flops, compute_s = self._compute(batch, context, new, cached, prompts)
-        moved, moved_per_gpu = self._moved_bytes(batch, context, new, cached, prompts)
-        if self._ep():
-            memory_s = moved_per_gpu / achievable_bytes_per_s(self.gpu)
-        else:
-            memory_s = moved / (self.gpus * achievable_bytes_per_s(self.gpu))
-        comm_s = where(tokens > 0, self._comm_s(tokens), 0.0)
-        parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
-        parts.update(step_overhead_s=self.step_overhead_s, layer_s=self.layer_latency_s())
+        parts, flops, moved = self._plain_parts(batch, context, new, cached, prompts)
         counts = {"decode_requests": batch, "prompts": prompts, "new_tokens": new}
         counts["groups"] = self.gpus if self._ep() else 1
         adjust = self.engine_profile.adjust_floats if plain else self.engine_profile.adjust
@@ -273,6 +267,39 @@ class Instance(StepParts, MemoisedSteps):
             "flops": flops,
             "bytes": moved,
         }
+
+    def _plain_parts(self, batch, context, new, cached, prompts) -> tuple:
+        """(the plain roofline's parts a profile re-weighs, FLOPs, bytes moved) of a step
+        of whole-token counts (`profile_parts` and the expert, attention and KV shares)."""
+        tokens = batch + prompts * new
+        flops, compute_s, expert_s, attention_s = self._compute_split(
+            batch, context, new, cached, prompts
+        )
+        moved, moved_per_gpu, kv_per_gpu = self._moved_split(batch, context, new, cached, prompts)
+        bandwidth = achievable_bytes_per_s(self.gpu)
+        memory_s = moved_per_gpu / bandwidth if self._ep() else moved / (self.gpus * bandwidth)
+        comm_s = where(tokens > 0, self._comm_s(tokens), 0.0)
+        parts = self.profile_parts(compute_s, memory_s, comm_s)
+        parts.update(expert_compute_s=expert_s, attention_compute_s=attention_s)
+        parts["kv_memory_s"] = kv_per_gpu / bandwidth
+        return parts, flops, moved
+
+    def plain_step_parts(self, batch, context, new, cached, prompts) -> dict:
+        """The plain parts (`_plain_parts`) of steps given as arrays, token counts rounded
+        as `_step` rounds them: what a fit re-weighs per trial profile (step_fit.py)."""
+        batch, prompts = (np.asarray(v, dtype=float) for v in (batch, prompts))
+        context, new, cached = (np.rint(np.asarray(v, dtype=float)) for v in (context, new, cached))
+        return self._plain_parts(batch, context, new, cached, prompts)[0]
+
+    def profile_parts(self, compute_s, memory_s, comm_s) -> dict:
+        """The plain parts an engine profile re-weighs (engine_profile.step_parts), with
+        this instance's fixed terms: per-step overhead, kernel floor, kernel count, and the
+        communication that is an all-to-all ("ep"; two-batch overlap hides only that).
+        Callers that know the step's expert, attention and KV shares add them."""
+        parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
+        parts.update(step_overhead_s=self.step_overhead_s, layer_s=self.layer_latency_s())
+        parts.update(kernels=self.kernels_per_step(), alltoall_s=comm_s if self._is_ep else 0.0)
+        return parts
 
     # ---- public step times ---------------------------------------------------------------
     def prefill_time_s(self, new_tokens, cached_tokens=0, prompts=1):

@@ -176,9 +176,8 @@ class IterationParts:
         context = np.asarray(schedule.context_sum, dtype=float) / np.maximum(decode, 1.0)
         new = np.rint(np.asarray(schedule.new_tokens, dtype=float) * per_prompt)
         cached = np.asarray(schedule.cached_tokens, dtype=float) * per_prompt
-        step = plain.mixed_step_breakdown(decode, context, new, cached, prompts)
-        self.parts = {k: step[k] for k in ("compute_s", "memory_s", "comm_s")}
-        self.parts.update(step_overhead_s=plain.step_overhead_s, layer_s=plain.layer_latency_s())
+        # every part a profile re-weighs (the KV, expert and attention shares, kernels)
+        self.parts = plain.plain_step_parts(decode, context, new, cached, prompts)
         groups = inst.gpus if inst.parallel_mode() == "ep" else 1
         self.counts = dict(decode_requests=decode, prompts=prompts, new_tokens=new, groups=groups)
 
