@@ -144,6 +144,10 @@ class EngineProfile:
     parallelism: tuple[tuple[str, int], ...] = field(default=())  # (("tp", 1), ...)
     fitted_on: tuple[tuple[str, str, int], ...] = field(default=())  # (file, sha256, rows)
     poor_fit: tuple[str, ...] = field(default=())
+    # a profile set (issue #23): one fitted profile per GPU type, with that GPU's
+    # datasheet (peak BF16 FLOP/s, HBM bytes/s); empty for a single profile. An
+    # `Instance` runs the member its GPU was fitted on, else the nearest (`for_gpu`).
+    members: tuple[tuple[EngineProfile, float, float], ...] = field(default=())
 
     def __post_init__(self):
         for name, (_, low, high) in PARAMETERS.items():
@@ -154,7 +158,25 @@ class EngineProfile:
         object.__setattr__(self, "_params", tuple(float(getattr(self, k)) for k in PARAMETERS))
 
     def is_identity(self) -> bool:
-        return all(getattr(self, k) == v[0] for k, v in PARAMETERS.items())
+        return not self.members and all(getattr(self, k) == v[0] for k, v in PARAMETERS.items())
+
+    def for_gpu(self, gpu_id: str, flop_per_s: float, bytes_per_s: float) -> EngineProfile:
+        """The profile an instance of this GPU runs: itself for a single profile; in a set,
+        the member fitted on `gpu_id`, else the member whose GPU's datasheet is nearest
+        (the smallest |ln FLOP/s ratio| + |ln HBM bandwidth ratio|; its efficiencies then
+        carry by the datasheet ratios, its seconds terms as fitted: module docstring)."""
+        if not self.members:
+            return self
+        for member, _, _ in self.members:
+            if member.gpu == gpu_id:
+                return member
+        return min(
+            self.members,
+            key=lambda m: (
+                abs(np.log(flop_per_s / m[1])) + abs(np.log(bytes_per_s / m[2])),
+                m[0].gpu,
+            ),
+        )[0]
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, k) for k in PARAMETERS], dtype=float)
@@ -169,6 +191,7 @@ class EngineProfile:
         out["parallelism"] = dict(self.parallelism)
         out["fitted_on"] = [dict(file=f, sha256=h, rows=n) for f, h, n in self.fitted_on]
         out["poor_fit"] = list(self.poor_fit)
+        out["members"] = [m.name for m, _, _ in self.members]
         return out
 
     def adjust(self, parts: dict, counts: dict) -> tuple:

@@ -130,6 +130,10 @@ class Instance(StepParts, MemoisedSteps):
             )
         if self.parallelism == "ep" and not self.model.routed_expert_params():
             raise ValueError(f"parallelism 'ep' needs routed experts; {self.model.id} has none")
+        if self.engine_profile.members:  # a profile set: the member for this GPU
+            g = self.gpu
+            member = self.engine_profile.for_gpu(g.id, g.peak_flop_per_s("bf16"), g.hbm_bytes_per_s)
+            object.__setattr__(self, "engine_profile", member)
         key = ("instance", self.gpu, self.gpus, self.kv_dtype, self.weight_dtype)
         key += (self.step_overhead_s, self.parallelism, self.engine_profile)
         cache = getattr(self.model, "_cache", None)
