@@ -9,6 +9,8 @@
     parameters: {fixed_step_s: 0.003, ...}     # any of engine_profile.PARAMETERS; the
                                                # others keep their identity values
     fitted_on: [{file: x.csv.gz, sha256: ..., rows: 6850}]   # optional
+    mtp: {draft_tokens: 1, accepted_tokens: 1.8}  # optional: multi-token prediction
+                                               # as the engine runs it (issue #23)
     cv_error_frac: {decode: 0.05, prefill: 0.03, mixed: 0.04}  # optional, medians
                                                # (step times; ttft, tpot: serving figures)
     poor_fit: ["memory_efficiency_frac 1.25 ..."]   # optional: written by calibrate
@@ -39,7 +41,13 @@ from pathlib import Path
 from pdd_plan.loaders.catalog import catalog_dir
 from pdd_plan.loaders.input_files import shown_path
 from pdd_plan.loaders.strict import Node, Problems, load_yaml
-from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile
+from pdd_plan.model.engine_profile import (
+    IDENTITY,
+    MTP_RANGES,
+    PARAMETERS,
+    EngineProfile,
+    mtp_problem,
+)
 from pdd_plan.model.scenario import Engine
 from pdd_plan.model.step_fit import PHASES
 
@@ -64,6 +72,26 @@ def _parameters(node: Node) -> dict:
         if value is not None:
             out[key] = value
     return out
+
+
+def _mtp(node: Node) -> dict:
+    """`mtp: {draft_tokens: k, accepted_tokens: L}` (engine_profile.MTP_RANGES)."""
+    if node.is_missing:
+        return {}
+    f = node.mapping(required=("draft_tokens", "accepted_tokens"))
+    if f is None:
+        return {}
+    draft = f["draft_tokens"].integer(minimum=0, maximum=int(MTP_RANGES["mtp_draft_tokens"][2]))
+    high = MTP_RANGES["mtp_accepted_tokens"][2]
+    accepted = f["accepted_tokens"].number(minimum=1.0, maximum=high)
+    if draft is None or accepted is None:
+        return {}
+    if mtp_problem(draft, accepted):
+        f["accepted_tokens"].fail(
+            f"at most 1 + draft_tokens = {draft + 1} (a step emits at most the tokens it verifies)"
+        )
+        return {}
+    return {"mtp_draft_tokens": float(draft), "mtp_accepted_tokens": float(accepted)}
 
 
 def _cv_error(node: Node) -> tuple[tuple[str, float], ...]:
@@ -124,12 +152,13 @@ def load_engine_profile(path: Path | str) -> EngineProfile:
     if isinstance(root.value, dict) and "profiles" in root.value:
         return _load_set(path, root, problems)
     f = root.mapping(
-        required=("name", "parameters"), optional=(*TOP_KEYS, "cv_error_frac", "poor_fit")
+        required=("name", "parameters"),
+        optional=(*TOP_KEYS, "cv_error_frac", "poor_fit", "mtp"),
     )
     if f is None:
         problems.raise_if_any()
     profile_name = f["name"].identifier(required=True)
-    params = _parameters(f["parameters"])
+    params = _parameters(f["parameters"]) | _mtp(f["mtp"])
     meta = {k: _text(f[k]) for k in ("engine", "engine_version", "gpu", "model")}
     cv = _cv_error(f["cv_error_frac"])
     parallelism = _parallelism(f["parallelism"])

@@ -64,6 +64,9 @@ PARAMETERS: dict[str, tuple[float, float, float]] = {
     "kernel_latency_s": (0.0, 0.0, 50e-6),
     "alltoall_overlap_frac": (0.0, 0.0, 1.0),
 }
+# Multi-token prediction, an input of the engine's launch (not fitted): (identity, low,
+# high) of the draft tokens k per step and the acceptance length (PHYSICAL).
+MTP_RANGES = {"mtp_draft_tokens": (0.0, 0.0, 7.0), "mtp_accepted_tokens": (1.0, 1.0, 8.0)}
 # What each issue-#23 parameter means, and where its range comes from (the README's
 # table; `calibrate` repeats it when a fit sits at a bound).
 PHYSICAL: dict[str, str] = {
@@ -91,6 +94,19 @@ PHYSICAL: dict[str, str] = {
         "share of the MoE all-to-all hidden behind the other micro-batch's compute "
         "(two-batch overlap); never more than the step's GPU time; 0 without TBO, "
         "up to 1"
+    ),
+    "mtp_draft_tokens": (
+        "multi-token prediction: draft tokens k per decode request per step (a whole "
+        "number, 0-7): each decode step verifies k + 1 tokens of every request (its "
+        "linears, attention and collectives on k + 1 tokens; weights and KV read once) and "
+        "runs the draft module k times, one layer each (DeepSeek's MTP module is one "
+        "transformer block): the step x (1 + k / layers)"
+    ),
+    "mtp_accepted_tokens": (
+        "acceptance length: tokens a decode request emits per step, 1 to k + 1 (measured "
+        "by the engine: DeepSeek-V3 reports 1.8-1.9 at k = 1); a decode-only step's time "
+        "per emitted token is its time / this. A mixed step (a prefill chunk in it) is "
+        "credited one token per request: pessimistic there"
     ),
 }
 # Largest step (tokens on one rank) an engine replays as a captured CUDA graph: vLLM's
@@ -135,6 +151,8 @@ class EngineProfile:
     kv_read_efficiency_frac: float = 1.0
     kernel_latency_s: float = 0.0
     alltoall_overlap_frac: float = 0.0
+    mtp_draft_tokens: float = 0.0
+    mtp_accepted_tokens: float = 1.0
     engine: str = ""
     engine_version: str = ""
     gpu: str = ""  # catalog GPU id the parameters were fitted on ("" = any)
@@ -154,11 +172,26 @@ class EngineProfile:
             value = getattr(self, name)
             if not (np.isfinite(value) and low <= value <= high):
                 raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
+        for name, (_, low, high) in MTP_RANGES.items():
+            value = getattr(self, name)
+            if not (np.isfinite(value) and low <= value <= high):
+                raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
+        problem = mtp_problem(self.mtp_draft_tokens, self.mtp_accepted_tokens)
+        if problem:
+            raise ValueError(problem)
         # the parameters as plain floats, in PARAMETERS order: `adjust` runs per step
         object.__setattr__(self, "_params", tuple(float(getattr(self, k)) for k in PARAMETERS))
 
+    def mtp_only(self) -> EngineProfile:
+        """The identity with this profile's multi-token prediction: the plain step of a
+        verify (k + 1 tokens per decode request) that a re-weigh then times."""
+        return replace(IDENTITY_VALUES, mtp_draft_tokens=self.mtp_draft_tokens,
+                       mtp_accepted_tokens=self.mtp_accepted_tokens)  # fmt: skip
+
     def is_identity(self) -> bool:
-        return not self.members and all(getattr(self, k) == v[0] for k, v in PARAMETERS.items())
+        if self.members or self.mtp_draft_tokens:
+            return False
+        return all(getattr(self, k) == v[0] for k, v in PARAMETERS.items())
 
     def for_gpu(self, gpu_id: str, flop_per_s: float, bytes_per_s: float) -> EngineProfile:
         """The profile an instance of this GPU runs: itself for a single profile; in a set,
@@ -235,6 +268,12 @@ def step_parts(params, parts: dict, counts: dict) -> tuple:
     # it, whichever is later: the launches run ahead of the GPU (asynchronous CUDA)
     gpu_s = np.maximum(compute_s, memory_s) + comm_s + overhead_s
     overhead_s = overhead_s + _eager(counts, tokens, groups) * np.maximum(eager - gpu_s, 0.0)
+    draft = parts.get("mtp_draft_tokens", 0.0)  # the plain parts' verify (roofline.py)
+    if draft > 0:  # multi-token prediction (PHYSICAL): per emitted token
+        d = 1.0 + draft / parts["layers"]
+        new = prompts * counts["new_tokens"]
+        scale = np.where(decode > 0, np.where(new > 0, d, d / parts["mtp_accepted_tokens"]), 1.0)
+        return compute_s * scale, memory_s * scale, comm_s * scale, overhead_s * scale
     return compute_s, memory_s, comm_s, overhead_s
 
 
@@ -280,6 +319,11 @@ def _float_step_parts(params, parts: dict, counts: dict) -> tuple:
     gpu_s = _maximum(compute_s, memory_s) + comm_s + overhead_s
     flag = counts["eager"] if "eager" in counts else (tokens > GRAPH_MAX_TOKENS * groups) * 1.0
     overhead_s = overhead_s + flag * _maximum(eager - gpu_s, 0.0)
+    draft = parts.get("mtp_draft_tokens", 0.0)
+    if draft > 0 and decode > 0:  # multi-token prediction, as step_parts
+        d = 1.0 + draft / parts["layers"]
+        scale = d if prompts * counts["new_tokens"] > 0 else d / parts["mtp_accepted_tokens"]
+        return compute_s * scale, memory_s * scale, comm_s * scale, overhead_s * scale
     return compute_s, memory_s, comm_s, overhead_s
 
 
@@ -314,4 +358,17 @@ def _eager(counts: dict, tokens, groups):
     return (tokens > GRAPH_MAX_TOKENS * groups) * 1.0
 
 
+def mtp_problem(draft_tokens: float, accepted_tokens: float) -> str:
+    """Why a (k, acceptance length) pair is impossible ("" when it is not)."""
+    if draft_tokens != int(draft_tokens):
+        return f"mtp_draft_tokens must be a whole number, got {draft_tokens!r}"
+    if accepted_tokens > draft_tokens + 1:
+        return (
+            f"mtp_accepted_tokens must be at most 1 + mtp_draft_tokens = {draft_tokens + 1:g} "
+            f"(a step emits at most the tokens it verifies), got {accepted_tokens!r}"
+        )
+    return ""
+
+
 IDENTITY = EngineProfile(source="built-in")
+IDENTITY_VALUES = EngineProfile()

@@ -275,11 +275,17 @@ class Instance(StepParts, MemoisedSteps):
     def _plain_parts(self, batch, context, new, cached, prompts) -> tuple:
         """(the plain roofline's parts a profile re-weighs, FLOPs, bytes moved) of a step
         of whole-token counts (`profile_parts` and the expert, attention and KV shares)."""
-        tokens = batch + prompts * new
+        # multi-token prediction: every decode request verifies k + 1 tokens (its KV read
+        # once); the per-emitted-token scaling is the profile's (engine_profile.step_parts)
+        queries = 1.0 + self.engine_profile.mtp_draft_tokens
+        decode_tokens = batch * queries if queries != 1.0 else batch
+        tokens = decode_tokens + prompts * new
         flops, compute_s, expert_s, attention_s = self._compute_split(
-            batch, context, new, cached, prompts
+            decode_tokens, context, new, cached, prompts
         )
-        moved, moved_per_gpu, kv_per_gpu = self._moved_split(batch, context, new, cached, prompts)
+        moved, moved_per_gpu, kv_per_gpu = self._moved_split(
+            batch, context, new, cached, prompts, decode_tokens
+        )
         bandwidth = achievable_bytes_per_s(self.gpu)
         memory_s = moved_per_gpu / bandwidth if self._ep() else moved / (self.gpus * bandwidth)
         comm_s = where(tokens > 0, self._comm_s(tokens), 0.0)
@@ -303,6 +309,10 @@ class Instance(StepParts, MemoisedSteps):
         parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
         parts.update(step_overhead_s=self.step_overhead_s, layer_s=self.layer_latency_s())
         parts.update(kernels=self.kernels_per_step(), alltoall_s=comm_s if self._is_ep else 0.0)
+        parts["layers"] = float(self.model.num_layers)  # a draft pass is one layer (MTP)
+        if self.engine_profile.mtp_draft_tokens:  # the steps verify k + 1 tokens a request
+            parts["mtp_draft_tokens"] = self.engine_profile.mtp_draft_tokens
+            parts["mtp_accepted_tokens"] = self.engine_profile.mtp_accepted_tokens
         return parts
 
     # ---- public step times ---------------------------------------------------------------

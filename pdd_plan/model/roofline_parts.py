@@ -192,12 +192,14 @@ class StepParts:
         """(bytes all GPUs move, bytes the busiest GPU moves) (`_moved_split`)."""
         return self._moved_split(batch, context, new, cached, prompts)[:2]
 
-    def _moved_split(self, batch, context, new, cached, prompts) -> tuple:
+    def _moved_split(self, batch, context, new, cached, prompts, decode_tokens=None) -> tuple:
         """(bytes all GPUs move, bytes the busiest GPU moves, of which KV): weights the
         step's tokens touch, the running requests' KV, and chunks' cached KV read plus new
         KV written (together kv(cached + new)); "ep" reads the replicated weights on every
-        GPU. The KV share is what an engine profile's KV-read efficiency re-weighs."""
-        tokens = batch + prompts * new
+        GPU. The KV share is what an engine profile's KV-read efficiency re-weighs.
+        `decode_tokens`: the decode requests' tokens when they verify several each
+        (multi-token prediction: weights touched by all, KV read once per request)."""
+        tokens = (batch if decode_tokens is None else decode_tokens) + prompts * new
         running, chunk = self._kv_moved_bytes(batch, context, new, cached, prompts)
         if self._ep():
             kv_per_gpu = (running + chunk) / self.gpus

@@ -40,7 +40,7 @@ PHASES = ("decode", "prefill", "mixed")
 # the plain parts a profile re-weighs (roofline.Instance.profile_parts and the shares)
 PART_KEYS = (
     "compute_s", "memory_s", "comm_s", "step_overhead_s", "layer_s", "kernels", "alltoall_s",
-    "expert_compute_s", "attention_compute_s", "kv_memory_s",
+    "expert_compute_s", "attention_compute_s", "kv_memory_s", "layers",
 )  # fmt: skip
 COUNT_KEYS = ("decode_requests", "prompts", "new_tokens", "groups", "eager", "kv_split")
 TRIM_FACTOR = 2.0  # rows off the first fit by more than this factor are outliers

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pdd_plan.model.engine_profile import IDENTITY, step_parts
+from pdd_plan.model.engine_profile import step_parts
 from pdd_plan.model.roofline import Instance
 
 MAX_BATCHED_TOKENS = 8192  # vLLM's default token budget per iteration (chunked prefill)
@@ -169,7 +169,7 @@ class IterationParts:
     vector by `seconds` (the same arithmetic as `Instance.mixed_step_s`)."""
 
     def __init__(self, inst: Instance, schedule: Schedule):
-        plain = replace(inst, engine_profile=IDENTITY)
+        plain = replace(inst, engine_profile=inst.engine_profile.mtp_only())  # MTP verifies
         decode = np.asarray(schedule.decode, dtype=float)
         prompts = np.asarray(schedule.prompts, dtype=float)
         per_prompt = 1.0 / np.maximum(prompts, 1.0)
