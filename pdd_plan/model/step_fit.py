@@ -201,6 +201,19 @@ def _identifiable(name: str, data: Prepared) -> bool:
     return len(np.unique(np.asarray(values))) > 1
 
 
+def held_reasons(data: Prepared) -> dict[str, str]:
+    """Why the default fit holds each parameter it does not fit (the rest are fitted)."""
+    why = {"kv_split": "one KV split (TP degree) in the rows", "kernels": "one kernel count"}
+    alike = "held: step times do not tell it from compute_efficiency_frac"
+    out = {"expert_gemm_efficiency_frac": alike, "attention_efficiency_frac": alike}
+    out["alltoall_overlap_frac"] = "held: state it where the engine runs two-batch overlap"
+    out["layer_latency_frac"] = "held at 0: kernel_latency_s counts the kernels"
+    for name, key in NEEDS_VARIATION.items():
+        if not _identifiable(name, data):
+            out[name] = f"held: not identifiable, {why[key]}"
+    return out
+
+
 def free_parameters(hold: tuple[str, ...] = HELD_BY_DEFAULT) -> tuple[str, ...]:
     return tuple(k for k in PARAMETERS if k not in hold)
 

@@ -150,3 +150,12 @@ def test_one_layout_leaves_what_it_cannot_tell_apart():
     truth = EngineProfile(layer_latency_frac=0.0, kv_read_efficiency_frac=0.55)
     fitted, _ = sf.fit_profile(_samples((2,), truth))
     assert fitted.kv_read_efficiency_frac == 1.0 and fitted.kernel_latency_s == 0.0
+
+
+def test_calibrate_names_what_it_held_and_why():
+    one, three = _samples((2,), IDENTITY), _samples((1, 2, 8), IDENTITY)
+    assert "one KV split" in sf.held_reasons(one)["kv_read_efficiency_frac"]
+    assert "one kernel count" in sf.held_reasons(one)["kernel_latency_s"]
+    assert "kv_read_efficiency_frac" not in sf.held_reasons(three)
+    assert "kernel_latency_s" not in sf.held_reasons(three)
+    assert set(sf.held_reasons(three)) == set(sf.HELD_BY_DEFAULT)
