@@ -5,14 +5,25 @@ graphs, fused kernels) reaches on a given GPU. A profile corrects the step assem
 `roofline.Instance._step` with a few physical parameters, fitted to per-iteration
 measurements by `pdd-plan calibrate steps`:
 
-    step_s = max(compute_s / compute_efficiency_frac, memory_s / memory_efficiency_frac)
-             + comm_s x (1 - comm_overlap_frac)
-             + step_overhead_s + fixed_step_s + layer_latency_frac x kernel floor
+    step_s = max(compute_s', memory_s') + comm_s' + step_overhead_s + fixed_step_s
+             + layer_latency_frac x kernel floor + kernel_latency_s x kernels per step
              + [prefill in the step] (prefill_fixed_s + prefill_request_s x prompts / groups)
              + decode_request_s x decode requests / groups
              + serial_token_s x tokens / groups
+    compute_s' = (compute_s - experts - attention) / compute_efficiency_frac
+                 + experts / (compute_efficiency_frac x expert_gemm_efficiency_frac)
+                 + attention / (compute_efficiency_frac x attention_efficiency_frac)
+    memory_s'  = (memory_s - kv) / memory_efficiency_frac
+                 + kv / (memory_efficiency_frac x kv_read_efficiency_frac)
+    comm_s'    = comm_s x (1 - comm_overlap_frac), less min(alltoall_overlap_frac x that,
+                 max(compute_s', memory_s')) of an "ep" all-to-all (two-batch overlap)
     and a step of more tokens than the largest CUDA graph lasts at least
-    eager_mode_step_s (the host launching its kernels one by one).
+    eager_mode_step_s (the host launching its kernels one by one). With multi-token
+    prediction (`mtp_draft_tokens` k, `mtp_accepted_tokens` L) the plain parts are those
+    of a verify of k + 1 tokens per decode request and a decode step's time per emitted
+    token is step_s x (1 + k / layers) / L. PHYSICAL says what the issue-#23 parameters
+    mean and where their ranges come from; each is written as a correction that adds 0
+    at its identity value, so the identity profile is the plain roofline bit for bit.
 
 `groups` is the number of groups that run attention side by side: 1 in tensor
 parallelism, the GPUs in "ep" (data-parallel attention), so the per-request and

@@ -53,8 +53,9 @@ Two ways to split the model over the GPUs (`Instance.parallelism`):
   its all-reduces stay on NVLink, and it is what the TP anchors check.
 
 Limits, all on the side of a slower estimate unless noted: communication is added, not
-overlapped (DeepSeek and SGLang hide most all-to-all time behind a second micro-batch);
-multi-token prediction (speculative decoding) is not modelled; an EP dispatch is charged
+overlapped (DeepSeek and SGLang hide most all-to-all time behind a second micro-batch:
+an engine profile's `alltoall_overlap_frac` states it); multi-token prediction is the
+engine profile's (`mtp`: off in the plain roofline); an EP dispatch is charged
 one copy per (token, expert) pair, as DeepEP's low-latency kernels send it, while its
 prefill kernels send a token once per destination node; sparse attention (DSA / CSA
 top-k) is charged a read of all stored KV; in "tp" expert load is taken as balanced
