@@ -114,3 +114,15 @@ def test_bad_set_on_the_command_line_exits_2(run_cli, tmp_path):
 def test_a_single_profile_is_its_own_member():
     p = EngineProfile(name="x", gpu="b300", fixed_step_s=0.001)
     assert p.for_gpu("h100_sxm", 1.0, 1.0) is p
+
+
+def test_solve_names_the_member_for_every_gpu_of_its_plan(run_cli, profile_set):
+    result = run_cli("solve", "--engine-profile", str(profile_set), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    plan_gpus = {i["gpu"] for i in data["plan"]["instances"]}
+    per_gpu = data["metrics"]["engine_profile"]["per_gpu"]
+    assert set(per_gpu) == plan_gpus
+    for gpu, entry in per_gpu.items():
+        assert entry["fitted"] == (gpu in ("b300", "h100_sxm"))
+    assert data["solver"]["engine_profile"] == data["metrics"]["engine_profile"]
