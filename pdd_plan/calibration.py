@@ -12,7 +12,7 @@ A fit that is physically impossible or errs by more than 25 % is refused, or kep
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,7 @@ class Calibration:
     fit_frac: dict  # the profile on the rows it was fitted to
     cv_frac: dict  # cross-validated (empty when not asked)
     phase_rows: dict
+    held: dict = field(default_factory=dict)  # parameter -> why the fit held it
 
 
 def read_measurements(files, options: dict, catalog: Catalog, skip_rows: int = 3):
@@ -130,4 +131,5 @@ def calibrate_steps(
         fit,
         cv,
         {p: int(np.sum(data.phase == p)) for p in sf.PHASES},
+        sf.held_reasons(data),
     )

@@ -16,9 +16,18 @@ measured ones, model/engine_profile.py):
   efficiency): an engine there is no engine, the model, GPU or dtype is wrong.
 - memory_efficiency_frac: the same with `hbm_efficiency_frac`: nothing streams HBM
   faster than the datasheet bandwidth.
-- comm_overlap_frac: 0 to 1, both reachable: 0 is the plain roofline's communication
-  after the compute, 1 all of it hidden behind the compute. Not a finding at either end.
-- the seconds terms and layer_latency_frac: 0 upwards, 0 reachable (a cost the data do
+- expert_gemm_efficiency_frac, attention_efficiency_frac, kv_read_efficiency_frac
+  (issue #23): relative to the fitted compute (resp. memory) efficiency, so their ceiling
+  is the datasheet peak over what that one already reaches: 1 / (the catalog's GEMM
+  efficiency x compute_efficiency_frac) for grouped-expert GEMMs; the same x the
+  generation-attention fraction (kernels.GENERATION_ATTENTION_FLOP_EFF_FRAC, the larger
+  of the two attention fractions) for attention; 1 / (hbm_efficiency_frac x
+  memory_efficiency_frac) for the KV reads. Lower end: the fit's bound (5 %).
+- comm_overlap_frac and alltoall_overlap_frac: 0 to 1, both reachable: 0 is the plain
+  roofline's communication after the compute, 1 all of it hidden behind the compute.
+  Not a finding at either end.
+- the seconds terms (kernel_latency_s, up to 50 us a kernel, included) and
+  layer_latency_frac: 0 upwards, 0 reachable (a cost the data do
   not show, or the kernel floor folded into fixed_step_s); their upper bounds
   (`PARAMETERS`, 1 s for a step's fixed cost) are the fit's ceilings, far above any
   engine's: a fit there ran out of room.
@@ -35,13 +44,26 @@ from dataclasses import dataclass, replace
 
 from pdd_plan.errors import InputError, Problem
 from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
+from pdd_plan.model.kernels import GENERATION_ATTENTION_FLOP_EFF_FRAC
 
 AT_BOUND_REL_FRAC = 0.01
 # the largest median error a profile may carry: the tolerance `calibrate observed` has
 # refused contradictory observations at since issue #13, for every calibration
 MAX_ERROR_FRAC = 0.25
-EFFICIENCIES = ("compute_efficiency_frac", "memory_efficiency_frac")
-REACHABLE_BOTH_ENDS = ("comm_overlap_frac",)
+EFFICIENCIES = (
+    "compute_efficiency_frac", "memory_efficiency_frac", "expert_gemm_efficiency_frac",
+    "attention_efficiency_frac", "kv_read_efficiency_frac",
+)  # fmt: skip
+# each relative efficiency: (the efficiency it multiplies, its ceiling's name, the
+# catalog fraction's factor for its kernels)
+RELATIVE = {
+    "expert_gemm_efficiency_frac": ("compute_efficiency_frac", "grouped-expert GEMM", 1.0),
+    "attention_efficiency_frac": (
+        "compute_efficiency_frac", "attention", GENERATION_ATTENTION_FLOP_EFF_FRAC,
+    ),
+    "kv_read_efficiency_frac": ("memory_efficiency_frac", "KV-read HBM bandwidth", 1.0),
+}  # fmt: skip
+REACHABLE_BOTH_ENDS = ("comm_overlap_frac", "alltoall_overlap_frac")
 HINT = "--accept-poor-fit keeps it, marked in every answer that uses it"
 
 
@@ -108,12 +130,26 @@ def _ceiling(name: str, value: float) -> Finding | None:
     return Finding(name, f"{value:.4g} (at the fit's ceiling {high:g})", f"below {high:g}")
 
 
+def relative_ceilings(profile: EngineProfile, limits: dict) -> dict[str, Ceiling]:
+    """The ceilings of the relative efficiencies (RELATIVE): the datasheet peak over what
+    the efficiency they multiply already reaches."""
+    out = {}
+    for name, (parent, what, factor) in RELATIVE.items():
+        base = limits[parent]
+        frac = base.catalog_frac * factor * getattr(profile, parent)
+        out[name] = Ceiling(frac, base.gpu, f"{what} (x {parent} {getattr(profile, parent):.4g})")
+    return out
+
+
 def parameter_findings(profile: EngineProfile, instances) -> list[Finding]:
     """The parameters outside their physical range or at a bound of it."""
     limits = ceilings(instances)
+    limits.update(relative_ceilings(profile, limits))
     out = []
     for name in PARAMETERS:
         value = getattr(profile, name)
+        if name in RELATIVE and value == PARAMETERS[name][0]:
+            continue  # at 1, the efficiency it multiplies answers for it (its finding)
         if name in EFFICIENCIES:
             out.append(_efficiency(name, value, limits[name]))
         else:

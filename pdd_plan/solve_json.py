@@ -104,12 +104,12 @@ def name_profile(out: dict, s: Scenario, deployment) -> None:
     """The engine profile the result was computed with, and a note for each GPU it was
     not fitted on (issue #13: a reader must know how far to trust absolute numbers)."""
     profile = s.engine.profile
-    summary = profile_summary(profile)
+    gpus = [g.gpu for g in deployment.instances] if deployment else []
+    summary = profile_summary(profile, gpus)  # a profile set: per GPU type, the member used
     if "solver" in out:
         out["solver"]["engine_profile"] = summary
     if out.get("metrics"):
         out["metrics"]["engine_profile"] = summary
-        gpus = [g.gpu for g in deployment.instances] if deployment else []
         out["metrics"]["warnings"] += transfer_notes(profile, gpus, s.model)
 
 

@@ -41,6 +41,7 @@ def calibrate_data(c: Calibration, out: str) -> dict:
         "rows_by_phase": c.phase_rows,
         "median_abs_error_frac": {"before": c.before_frac, "fit": c.fit_frac, "cv": c.cv_frac},
         "configurations": [m.samples.label for m in c.measured],
+        "held": c.held,
     }
 
 
@@ -52,8 +53,8 @@ def _print(c: Calibration, out: str) -> None:
         f"profile {safe(p.name)} ({p.engine} {p.engine_version}, {p.model} on {p.gpu}) from "
         f"{c.rows:,} iterations in {len(c.measured)} configuration(s), {c.rows_kept:,} kept"
     )
-    rows = [[k, f"{getattr(p, k):.4g}"] for k in PARAMETERS]
-    table("fitted parameters", ["parameter", "value"], rows)
+    rows = [[k, f"{getattr(p, k):.4g}", c.held.get(k, "fitted")] for k in PARAMETERS]
+    table("fitted parameters", ["parameter", "value", "how"], rows)
     cells = []
     for phase in PHASES:
         if phase in c.fit_frac:

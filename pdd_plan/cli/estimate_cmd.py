@@ -188,7 +188,7 @@ def estimate(
     MoE layer) a step's tokens are spread evenly over the GPUs.
     """
     from pdd_plan.loaders.catalog import Catalog
-    from pdd_plan.loaders.engine_profile import use_engine_profile
+    from pdd_plan.loaders.engine_profile import profile_summary, use_engine_profile
     from pdd_plan.model.engine_profile import IDENTITY
     from pdd_plan.model.roofline import Instance
 
@@ -215,6 +215,8 @@ def estimate(
     )
     load = serving_load(isl, osl, concurrency, rate, requests, seed, max_batched_tokens)
     data = estimate_data(inst, isl, osl, batch)
+    if profile.members:  # a profile set: which member this GPU runs, fitted or carried
+        data["engine_profile"] = profile_summary(profile, [gpu])
     if load is not None:
         data["serving"] = serving_data(inst, load)
     if format is Format.json:

@@ -251,7 +251,7 @@ def load_cache_tiers(path: Path, sources: set[str]) -> dict[str, CacheTier]:
     for item in (f["tiers"].items(min_items=1) if f else None) or []:
         t = item.mapping(
             required=("id", "name", "medium", "price_usd_per_tb_month", "purchase_usd_per_tb"),
-            optional=("note",),
+            optional=("note", "read_gbyte_per_s_per_gpu"),
         )
         if t is None:
             continue
@@ -262,11 +262,14 @@ def load_cache_tiers(path: Path, sources: set[str]) -> dict[str, CacheTier]:
         purchase = sourced(t["purchase_usd_per_tb"], sources, False)
         medium = t["medium"].choice(MEDIA, required=True)
         name = t["name"].string(required=True)
+        read = t["read_gbyte_per_s_per_gpu"]  # optional (issue #23; default by medium)
+        read = None if read.is_missing else sourced(read, sources, True)
         if None in (tier_id, price, purchase, medium, name) or price.value is None:
             continue
         tiers[tier_id] = CacheTier(
             tier_id, name, medium, price.value, purchase.value,
             {"price_usd_per_tb_month": price, "purchase_usd_per_tb": purchase},
+            read.value * 1e9 if read is not None and read.value else None,
         )  # fmt: skip
     problems.raise_if_any()
     return tiers

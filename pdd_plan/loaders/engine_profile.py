@@ -9,10 +9,24 @@
     parameters: {fixed_step_s: 0.003, ...}     # any of engine_profile.PARAMETERS; the
                                                # others keep their identity values
     fitted_on: [{file: x.csv.gz, sha256: ..., rows: 6850}]   # optional
+    mtp: {draft_tokens: 1, accepted_tokens: 1.8}  # optional: multi-token prediction
+                                               # as the engine runs it (issue #23)
     cv_error_frac: {decode: 0.05, prefill: 0.03, mixed: 0.04}  # optional, medians
                                                # (step times; ttft, tpot: serving figures)
     poor_fit: ["memory_efficiency_frac 1.25 ..."]   # optional: written by calibrate
                                                # --accept-poor-fit; every answer repeats it
+
+A profile set (issue #23 item 4): one fitted profile per GPU type it was measured on.
+
+    name: vllm_0_20_qwen3_32b                  # id
+    profiles: [vllm_0_20_b300_qwen3_32b.yaml, vllm_0_20_h100_qwen3_32b.yaml]
+                                               # profile files, relative to this one;
+                                               # each fitted on a different catalog GPU
+
+An instance runs the member fitted on its GPU; a GPU no member was fitted on runs the
+member whose GPU's datasheet is nearest, carried by the datasheet ratios (its
+efficiencies multiply the catalog's; its seconds terms as fitted). Every answer names,
+per GPU type, the member it used and how (`profile_summary`'s `per_gpu`).
 
 Read through the strict loader: unknown keys, out-of-range parameters and wrong types
 are each one line naming the file and key path (exit 2).
@@ -27,7 +41,13 @@ from pathlib import Path
 from pdd_plan.loaders.catalog import catalog_dir
 from pdd_plan.loaders.input_files import shown_path
 from pdd_plan.loaders.strict import Node, Problems, load_yaml
-from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile
+from pdd_plan.model.engine_profile import (
+    IDENTITY,
+    MTP_RANGES,
+    PARAMETERS,
+    EngineProfile,
+    mtp_problem,
+)
 from pdd_plan.model.scenario import Engine
 from pdd_plan.model.step_fit import PHASES
 
@@ -52,6 +72,26 @@ def _parameters(node: Node) -> dict:
         if value is not None:
             out[key] = value
     return out
+
+
+def _mtp(node: Node) -> dict:
+    """`mtp: {draft_tokens: k, accepted_tokens: L}` (engine_profile.MTP_RANGES)."""
+    if node.is_missing:
+        return {}
+    f = node.mapping(required=("draft_tokens", "accepted_tokens"))
+    if f is None:
+        return {}
+    draft = f["draft_tokens"].integer(minimum=0, maximum=int(MTP_RANGES["mtp_draft_tokens"][2]))
+    high = MTP_RANGES["mtp_accepted_tokens"][2]
+    accepted = f["accepted_tokens"].number(minimum=1.0, maximum=high)
+    if draft is None or accepted is None:
+        return {}
+    if mtp_problem(draft, accepted):
+        f["accepted_tokens"].fail(
+            f"at most 1 + draft_tokens = {draft + 1} (a step emits at most the tokens it verifies)"
+        )
+        return {}
+    return {"mtp_draft_tokens": float(draft), "mtp_accepted_tokens": float(accepted)}
 
 
 def _cv_error(node: Node) -> tuple[tuple[str, float], ...]:
@@ -105,17 +145,20 @@ def _fitted_on(node: Node) -> tuple[tuple[str, str, int], ...]:
 
 
 def load_engine_profile(path: Path | str) -> EngineProfile:
-    """Read and check a profile file; InputError lists every problem."""
+    """Read and check a profile file or a profile set; InputError lists every problem."""
     name = shown_path(path)
     problems = Problems(name)
     root = Node(load_yaml(path, WHAT), "", problems)
+    if isinstance(root.value, dict) and "profiles" in root.value:
+        return _load_set(path, root, problems)
     f = root.mapping(
-        required=("name", "parameters"), optional=(*TOP_KEYS, "cv_error_frac", "poor_fit")
+        required=("name", "parameters"),
+        optional=(*TOP_KEYS, "cv_error_frac", "poor_fit", "mtp"),
     )
     if f is None:
         problems.raise_if_any()
     profile_name = f["name"].identifier(required=True)
-    params = _parameters(f["parameters"])
+    params = _parameters(f["parameters"]) | _mtp(f["mtp"])
     meta = {k: _text(f[k]) for k in ("engine", "engine_version", "gpu", "model")}
     cv = _cv_error(f["cv_error_frac"])
     parallelism = _parallelism(f["parallelism"])
@@ -132,6 +175,38 @@ def load_engine_profile(path: Path | str) -> EngineProfile:
         fitted_on=fitted_on,
         poor_fit=poor_fit,
     )
+
+
+def _load_set(path, root: Node, problems: Problems) -> EngineProfile:
+    """A profile set (module docstring): its members, each fitted on its own catalog GPU."""
+    from pdd_plan.loaders.catalog import Catalog  # the GPUs' datasheets
+
+    f = root.mapping(required=("name", "profiles"))
+    if f is None:
+        problems.raise_if_any()
+    set_name = f["name"].identifier(required=True)
+    gpus = Catalog().gpus
+    members, seen = [], {}
+    for item in f["profiles"].items(min_items=1) or []:
+        relative = item.string(required=True, expected="a path to an engine profile file")
+        file = Path(path).parent / Path(relative or "").expanduser()
+        if relative is None:
+            continue
+        if not file.is_file():
+            item.fail("an engine profile file (a path relative to the profile set)")
+            continue
+        member = load_engine_profile(file)
+        if member.members or member.gpu not in gpus or member.gpu in seen:
+            why = "a set" if member.members else f"fitted on gpu {member.gpu!r}"
+            if member.gpu in seen:
+                why += f", as {seen[member.gpu]} is"
+            item.fail(f"a profile fitted on a catalog GPU no other member was ({why})")
+            continue
+        seen[member.gpu] = relative
+        g = gpus[member.gpu]
+        members.append((member, g.peak_flop_per_s("bf16"), g.hbm_bytes_per_s))
+    problems.raise_if_any()
+    return EngineProfile(name=set_name, source=shown_path(path), members=tuple(members))
 
 
 def default_profile() -> EngineProfile:
@@ -179,8 +254,12 @@ def scenario_profile(engine: Engine, node: Node, scenario_path: Path | str) -> E
     return replace(engine, profile=load_engine_profile(file))
 
 
-def profile_summary(profile: EngineProfile) -> dict:
-    """What a result says about the profile it used (JSON `engine_profile`)."""
+def profile_summary(profile: EngineProfile, gpu_ids=()) -> dict:
+    """What a result says about the profile it used (JSON `engine_profile`); for a profile
+    set, `per_gpu`: per GPU type of the answer (`gpu_ids`; else each member's), the member
+    it used and whether fitted on that GPU or carried by the datasheet ratios."""
+    if profile.members:
+        return _set_summary(profile, gpu_ids)
     return {
         "name": profile.name,
         "source": profile.source,
@@ -192,6 +271,35 @@ def profile_summary(profile: EngineProfile) -> dict:
         "cv_error_frac": dict(profile.cv_error_frac) or None,
         "fitted_on": [f for f, _, _ in profile.fitted_on],
     } | ({"poor_fit": list(profile.poor_fit)} if profile.poor_fit else {})
+
+
+def _set_summary(profile: EngineProfile, gpu_ids) -> dict:
+    from pdd_plan.loaders.catalog import Catalog
+
+    gpus = Catalog().gpus
+    ids = sorted(set(gpu_ids)) or [m.gpu for m, _, _ in profile.members]
+    per_gpu = {}
+    for gpu_id in ids:
+        g = gpus.get(gpu_id)
+        member = (
+            profile.for_gpu(gpu_id, g.peak_flop_per_s("bf16"), g.hbm_bytes_per_s)
+            if g is not None
+            else profile.members[0][0]
+        )
+        per_gpu[gpu_id] = {
+            "profile": member.name,
+            "fitted": member.gpu == gpu_id,
+            "how": "fitted" if member.gpu == gpu_id else f"datasheet ratios from {member.gpu}",
+            **profile_summary(member),
+        }
+    poor = [n for m, _, _ in profile.members for n in m.poor_fit]
+    return {
+        "name": profile.name,
+        "source": profile.source,
+        "identity": False,
+        "members": [m.name for m, _, _ in profile.members],
+        "per_gpu": per_gpu,
+    } | ({"poor_fit": poor} if poor else {})
 
 
 def poor_fit_text(summary: dict) -> str:
@@ -220,6 +328,11 @@ def profile_line(summary: dict) -> str:
 
 
 def _trust_line(summary: dict) -> str:
+    if "per_gpu" in summary:
+        each = "; ".join(
+            f"{gpu}: {v['profile']} ({v['how']})" for gpu, v in summary["per_gpu"].items()
+        )
+        return f"engine profile set {summary['name']} ({summary['source']}): {each}"
     if summary["identity"]:
         return (
             f"engine profile: {summary['name']} ({summary['source']}): the plain roofline, "
@@ -242,6 +355,11 @@ def transfer_notes(profile: EngineProfile, gpu_ids, model_id: str = "") -> list[
     models was worse than the plain roofline)."""
     if profile.is_identity():
         return []
+    if profile.members:  # a set: each GPU's member, as that GPU's instances run it
+        summary = _set_summary(profile, gpu_ids)["per_gpu"]
+        by_name = {m.name: m for m, _, _ in profile.members}
+        notes = [transfer_notes(by_name[v["profile"]], [g], model_id) for g, v in summary.items()]
+        return list(dict.fromkeys(n for each in notes for n in each))
     notes = []
     if model_id and profile.model not in ("", "any") and model_id not in profile.model.split("+"):
         notes.append(

@@ -27,6 +27,15 @@ NO_TIER = "none"  # the option of no cache tier (0 TB): the decode side keeps no
 # line tiers span 1-400 Gbit/s
 AUTO_TB_TOTAL = (0.0, 2.0, 8.0, 32.0, 128.0)
 MAIN_DECODE = "main_decode"
+# Bandwidth at which a cached prefix is read back into HBM, per GPU, where the catalog
+# gives none (issue #23: DRAM and SSD are not alike). Assumptions from datasheets, not
+# measurements: host DRAM -> HBM is one pinned host-to-device copy over the GPU's PCIe
+# Gen5 x16 link (64 GB/s raw each way; copies reach about 50 GB/s); an NVMe SSD is one
+# PCIe Gen4 x4 data-centre drive per GPU (about 7 GB/s sequential read, e.g. 6.9 GB/s
+# for a Samsung PM9A3), the drive, not the GPU link, the limit. Optimistic for SSD reads
+# of scattered small blocks (random reads run below sequential), and for DRAM when
+# several GPUs share a host's memory channels.
+READ_BYTES_PER_S_PER_GPU = {"dram": 50e9, "ssd": 7e9}
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,19 @@ class CacheTier:
     price_usd_per_tb_month: float  # rental, per 1e12 bytes
     purchase_usd_per_tb: float | None
     provenance: dict = field(default_factory=dict, compare=False, repr=False)
+    # the catalog's `read_gbyte_per_s_per_gpu` (bytes/s); None: READ_BYTES_PER_S_PER_GPU
+    read_bytes_per_s_per_gpu: float | None = None
+
+    def read_bytes_per_s(self) -> float:
+        """Read-back bandwidth into HBM of one GPU: the catalog's, else by medium."""
+        if self.read_bytes_per_s_per_gpu:
+            return self.read_bytes_per_s_per_gpu
+        return READ_BYTES_PER_S_PER_GPU[self.medium]
+
+    def read_back_s(self, tokens, bytes_per_token: float, gpus: int = 1):
+        """Seconds to read `tokens` tokens of cached KV back into the HBM of `gpus` GPUs,
+        each reading its share over its own link (vectorised over tokens)."""
+        return tokens * bytes_per_token / (max(gpus, 1) * self.read_bytes_per_s())
 
 
 @dataclass(frozen=True)

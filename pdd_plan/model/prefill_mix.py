@@ -84,8 +84,8 @@ def step_s(inst: Instance, compute_s, kv_bytes, tokens, prompts, terms=None):
         memory_s = (weight_bytes + kv_bytes / inst.gpus) / bandwidth
     else:
         memory_s = (weight_bytes + kv_bytes) / (inst.gpus * bandwidth)
-    parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
-    parts.update(step_overhead_s=inst.step_overhead_s, layer_s=inst.layer_latency_s())
+    parts = inst.profile_parts(compute_s, memory_s, comm_s)
+    parts["kv_memory_s"] = kv_bytes / inst.gpus / bandwidth  # the KV share (engine profile)
     per_prompt = where(prompts > 0, tokens / np.maximum(prompts, 1e-300), 0.0)
     counts = {"decode_requests": 0.0, "prompts": prompts, "new_tokens": per_prompt}
     counts["groups"] = inst.gpus if inst._ep() else 1

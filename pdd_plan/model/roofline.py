@@ -53,8 +53,9 @@ Two ways to split the model over the GPUs (`Instance.parallelism`):
   its all-reduces stay on NVLink, and it is what the TP anchors check.
 
 Limits, all on the side of a slower estimate unless noted: communication is added, not
-overlapped (DeepSeek and SGLang hide most all-to-all time behind a second micro-batch);
-multi-token prediction (speculative decoding) is not modelled; an EP dispatch is charged
+overlapped (DeepSeek and SGLang hide most all-to-all time behind a second micro-batch:
+an engine profile's `alltoall_overlap_frac` states it); multi-token prediction is the
+engine profile's (`mtp`: off in the plain roofline); an EP dispatch is charged
 one copy per (token, expert) pair, as DeepEP's low-latency kernels send it, while its
 prefill kernels send a token once per destination node; sparse attention (DSA / CSA
 top-k) is charged a read of all stored KV; in "tp" expert load is taken as balanced
@@ -80,6 +81,8 @@ model/roofline_memo.py. Pure: numpy only, no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
 from pdd_plan.model.hardware import Gpu
@@ -128,6 +131,10 @@ class Instance(StepParts, MemoisedSteps):
             )
         if self.parallelism == "ep" and not self.model.routed_expert_params():
             raise ValueError(f"parallelism 'ep' needs routed experts; {self.model.id} has none")
+        if self.engine_profile.members:  # a profile set: the member for this GPU
+            g = self.gpu
+            member = self.engine_profile.for_gpu(g.id, g.peak_flop_per_s("bf16"), g.hbm_bytes_per_s)
+            object.__setattr__(self, "engine_profile", member)
         key = ("instance", self.gpu, self.gpus, self.kv_dtype, self.weight_dtype)
         key += (self.step_overhead_s, self.parallelism, self.engine_profile)
         cache = getattr(self.model, "_cache", None)
@@ -250,15 +257,7 @@ class Instance(StepParts, MemoisedSteps):
         """The step's parts from whole-token counts: numpy arrays or Python floats alike
         (`plain`: all five are Python floats, so every part is one too)."""
         tokens = batch + prompts * new
-        flops, compute_s = self._compute(batch, context, new, cached, prompts)
-        moved, moved_per_gpu = self._moved_bytes(batch, context, new, cached, prompts)
-        if self._ep():
-            memory_s = moved_per_gpu / achievable_bytes_per_s(self.gpu)
-        else:
-            memory_s = moved / (self.gpus * achievable_bytes_per_s(self.gpu))
-        comm_s = where(tokens > 0, self._comm_s(tokens), 0.0)
-        parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
-        parts.update(step_overhead_s=self.step_overhead_s, layer_s=self.layer_latency_s())
+        parts, flops, moved = self._plain_parts(batch, context, new, cached, prompts)
         counts = {"decode_requests": batch, "prompts": prompts, "new_tokens": new}
         counts["groups"] = self.gpus if self._ep() else 1
         adjust = self.engine_profile.adjust_floats if plain else self.engine_profile.adjust
@@ -273,6 +272,49 @@ class Instance(StepParts, MemoisedSteps):
             "flops": flops,
             "bytes": moved,
         }
+
+    def _plain_parts(self, batch, context, new, cached, prompts) -> tuple:
+        """(the plain roofline's parts a profile re-weighs, FLOPs, bytes moved) of a step
+        of whole-token counts (`profile_parts` and the expert, attention and KV shares)."""
+        # multi-token prediction: every decode request verifies k + 1 tokens (its KV read
+        # once); the per-emitted-token scaling is the profile's (engine_profile.step_parts)
+        queries = 1.0 + self.engine_profile.mtp_draft_tokens
+        decode_tokens = batch * queries if queries != 1.0 else batch
+        tokens = decode_tokens + prompts * new
+        flops, compute_s, expert_s, attention_s = self._compute_split(
+            decode_tokens, context, new, cached, prompts
+        )
+        moved, moved_per_gpu, kv_per_gpu = self._moved_split(
+            batch, context, new, cached, prompts, decode_tokens
+        )
+        bandwidth = achievable_bytes_per_s(self.gpu)
+        memory_s = moved_per_gpu / bandwidth if self._ep() else moved / (self.gpus * bandwidth)
+        comm_s = where(tokens > 0, self._comm_s(tokens), 0.0)
+        parts = self.profile_parts(compute_s, memory_s, comm_s)
+        parts.update(expert_compute_s=expert_s, attention_compute_s=attention_s)
+        parts["kv_memory_s"] = kv_per_gpu / bandwidth
+        return parts, flops, moved
+
+    def plain_step_parts(self, batch, context, new, cached, prompts) -> dict:
+        """The plain parts (`_plain_parts`) of steps given as arrays, token counts rounded
+        as `_step` rounds them: what a fit re-weighs per trial profile (step_fit.py)."""
+        batch, prompts = (np.asarray(v, dtype=float) for v in (batch, prompts))
+        context, new, cached = (np.rint(np.asarray(v, dtype=float)) for v in (context, new, cached))
+        return self._plain_parts(batch, context, new, cached, prompts)[0]
+
+    def profile_parts(self, compute_s, memory_s, comm_s) -> dict:
+        """The plain parts an engine profile re-weighs (engine_profile.step_parts), with
+        this instance's fixed terms: per-step overhead, kernel floor, kernel count, and the
+        communication that is an all-to-all ("ep"; two-batch overlap hides only that).
+        Callers that know the step's expert, attention and KV shares add them."""
+        parts = {"compute_s": compute_s, "memory_s": memory_s, "comm_s": comm_s}
+        parts.update(step_overhead_s=self.step_overhead_s, layer_s=self.layer_latency_s())
+        parts.update(kernels=self.kernels_per_step(), alltoall_s=comm_s if self._is_ep else 0.0)
+        parts["layers"] = float(self.model.num_layers)  # a draft pass is one layer (MTP)
+        if self.engine_profile.mtp_draft_tokens:  # the steps verify k + 1 tokens a request
+            parts["mtp_draft_tokens"] = self.engine_profile.mtp_draft_tokens
+            parts["mtp_accepted_tokens"] = self.engine_profile.mtp_accepted_tokens
+        return parts
 
     # ---- public step times ---------------------------------------------------------------
     def prefill_time_s(self, new_tokens, cached_tokens=0, prompts=1):

@@ -131,11 +131,34 @@ class StepParts:
         moe = MOE_EXTRA_GEMMS * gemm + MOE_EXTRA_MEMORY_OPS * MEMORY_OP_LATENCY_S
         return self.model.num_layers * dense + moe_layers * moe
 
+    def kernels_per_step(self) -> float:
+        """Kernels one GPU launches per forward pass: every layer's (DENSE_LAYER_GEMMS, an
+        attention kernel, DENSE_LAYER_MEMORY_OPS; an MoE layer MOE_EXTRA_* more), and its
+        collectives: two all-reduces per layer in "tp", a dispatch and a combine per MoE
+        layer in "ep" (none on one GPU). What an engine profile's `kernel_latency_s`
+        multiplies: the per-step floor of a CUDA-graph replay grows with the kernels in it."""
+        return self._const("kernels_per_step", self._kernels_per_step)
+
+    def _kernels_per_step(self) -> float:
+        moe_layers = sum(n for n, _ in self.model.moe_layout())
+        dense = DENSE_LAYER_GEMMS + 1 + DENSE_LAYER_MEMORY_OPS
+        moe = MOE_EXTRA_GEMMS + MOE_EXTRA_MEMORY_OPS
+        kernels = self.model.num_layers * dense + moe_layers * moe
+        if self.gpus > 1:
+            kernels += 2 * (moe_layers if self._is_ep else self.model.num_layers)
+        return float(kernels)
+
     def _compute(self, batch, context, new, cached, prompts) -> tuple:
-        """(FLOPs, compute seconds) of a step: linears at the compute dtype, attention in
+        """(FLOPs, compute seconds) of a step (`_compute_split`)."""
+        return self._compute_split(batch, context, new, cached, prompts)[:2]
+
+    def _compute_split(self, batch, context, new, cached, prompts) -> tuple:
+        """(FLOPs, compute seconds, of which routed-expert GEMMs, of which attention) of a
+        step: linears at the compute dtype, attention in
         BF16 at its own efficiency (generation for decode tokens, context for a chunk);
         `prompts` chunks of `new` tokens. In "ep" the busiest GPU's routed-expert FLOPs
-        are EP_LOAD_IMBALANCE x their share."""
+        are EP_LOAD_IMBALANCE x their share. The two shares are what an engine profile's
+        expert-GEMM and attention efficiencies re-weigh (engine_profile.py)."""
         matmul, state = self._linear_flop_per_token()
         lm_head = 2.0 * self.model.vocab_size * self.model.hidden_size
         # the LM head runs for every decode token but only the last token of a chunk
@@ -150,11 +173,14 @@ class StepParts:
         linear_rate = achievable_flop_per_s(self.gpu, self.compute_dtype())
         linear_s = linear / linear_rate
         flops = linear + decode_attention + chunk_attention
+        routed_s = tokens * self._routed_flop_per_token() / linear_rate
+        shares = (routed_s / self.gpus, attention_s / self.gpus)
         if self._ep() and self.gpus > 1:
             routed = tokens * self._routed_flop_per_token()
             excess = (EP_LOAD_IMBALANCE - 1.0) * routed / linear_rate
-            return flops, (linear_s + excess + attention_s) / self.gpus
-        return flops, (linear_s + attention_s) / self.gpus
+            shares = (EP_LOAD_IMBALANCE * shares[0], shares[1])
+            return flops, (linear_s + excess + attention_s) / self.gpus, *shares
+        return flops, (linear_s + attention_s) / self.gpus, *shares
 
     def _kv_moved_bytes(self, batch, context, new, cached, prompts) -> tuple:
         """(running requests' KV read, chunks' cached KV read plus new KV written)."""
@@ -163,19 +189,27 @@ class StepParts:
         return running, where(new > 0, prompts * chunk_kv, 0.0)
 
     def _moved_bytes(self, batch, context, new, cached, prompts) -> tuple:
-        """(bytes all GPUs move, bytes the busiest GPU moves): weights the step's tokens
-        touch, the running requests' KV, and chunks' cached KV read plus new KV written
-        (together kv(cached + new)); "ep" reads the replicated weights on every GPU."""
-        tokens = batch + prompts * new
+        """(bytes all GPUs move, bytes the busiest GPU moves) (`_moved_split`)."""
+        return self._moved_split(batch, context, new, cached, prompts)[:2]
+
+    def _moved_split(self, batch, context, new, cached, prompts, decode_tokens=None) -> tuple:
+        """(bytes all GPUs move, bytes the busiest GPU moves, of which KV): weights the
+        step's tokens touch, the running requests' KV, and chunks' cached KV read plus new
+        KV written (together kv(cached + new)); "ep" reads the replicated weights on every
+        GPU. The KV share is what an engine profile's KV-read efficiency re-weighs.
+        `decode_tokens`: the decode requests' tokens when they verify several each
+        (multi-token prediction: weights touched by all, KV read once per request)."""
+        tokens = (batch if decode_tokens is None else decode_tokens) + prompts * new
         running, chunk = self._kv_moved_bytes(batch, context, new, cached, prompts)
         if self._ep():
-            per_gpu = self.ep_weight_read_bytes_per_gpu(tokens) + (running + chunk) / self.gpus
+            kv_per_gpu = (running + chunk) / self.gpus
+            per_gpu = self.ep_weight_read_bytes_per_gpu(tokens) + kv_per_gpu
             per_gpu = where(tokens > 0, per_gpu, 0.0)
-            return per_gpu * self.gpus, per_gpu
+            return per_gpu * self.gpus, per_gpu, where(tokens > 0, kv_per_gpu, 0.0)
         moved = self.weight_read_bytes(tokens) + running
         moved = moved + chunk
         moved = where(tokens > 0, moved, 0.0)
-        return moved, moved / self.gpus
+        return moved, moved / self.gpus, where(tokens > 0, (running + chunk) / self.gpus, 0.0)
 
     def _comm_s(self, tokens):
         """ "tp": two all-reduces per layer of all tokens x hidden x 2 B. "ep": a dispatch and

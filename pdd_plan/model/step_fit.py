@@ -37,12 +37,36 @@ from pdd_plan.model.engine_profile import (
 from pdd_plan.model.roofline import Instance
 
 PHASES = ("decode", "prefill", "mixed")
+# the plain parts a profile re-weighs (roofline.Instance.profile_parts and the shares)
+PART_KEYS = (
+    "compute_s", "memory_s", "comm_s", "step_overhead_s", "layer_s", "kernels", "alltoall_s",
+    "expert_compute_s", "attention_compute_s", "kv_memory_s", "layers",
+)  # fmt: skip
+COUNT_KEYS = ("decode_requests", "prompts", "new_tokens", "groups", "eager", "kv_split")
 TRIM_FACTOR = 2.0  # rows off the first fit by more than this factor are outliers
 ROBUST_SCALE = 0.05  # soft-L1 switches from squared to absolute beyond ~5 % error
-# Parameters a fit leaves at their identity value by default: the kernel floor of the
-# roofline is a sum of per-layer constants, which no single model's data can tell apart
-# from `fixed_step_s` (the same layer count in every row), so the fit folds it there.
-HELD_BY_DEFAULT = ("layer_latency_frac",)
+# The per-step floor a fit finds is the kernels one GPU launches per step x one kernel's
+# latency (`kernel_latency_s`; roofline_parts.kernels_per_step), not a constant: a
+# constant fitted on TP1-4 carries no all-reduce kernels' gaps to TP8, and a per-request
+# decode cost fitted where each GPU reads 8 KV heads is charged in full at 1 KV head per
+# GPU. The KV reads' own efficiency (`kv_read_efficiency_frac`) scales with the KV bytes
+# per GPU, as the work does. On Qwen3-32B (../shared/data/perf/fpm, B300, vLLM 0.20.1)
+# that took TP8's held-out decode error from 10.8 % to 5.3 %
+# (benchmarks/engine_accuracy.py). A constant host floor (`fixed_step_s`) stays free beside
+# it. A fit holds at their start values: the roofline's per-kind kernel floor (zeroed:
+# `kernel_latency_s` replaces it),
+# and the parameters a step-time file cannot tell apart from the compute and memory
+# efficiencies (expert GEMM, attention) or that need an overlapped engine (all-to-all).
+HELD_BY_DEFAULT = (
+    "layer_latency_frac", "expert_gemm_efficiency_frac",
+    "attention_efficiency_frac", "alltoall_overlap_frac",
+)  # fmt: skip
+ZEROED_BY_DEFAULT = ("layer_latency_frac",)
+# Parameters a fit can tell from others only where the rows vary in what they multiply:
+# one KV split (TP degree) makes a request's KV reads move with the batch as the
+# per-request cost does; one kernel count makes the per-kernel floor a constant, as
+# `fixed_step_s` is. Data without that variation leave them at their start values.
+NEEDS_VARIATION = {"kv_read_efficiency_frac": "kv_split", "kernel_latency_s": "kernels"}
 # Where a fit starts the eager-mode floor (engine_profile.py): a floor below every step's
 # GPU time binds nowhere and gives the optimiser no slope, so it starts at 0.1 s, longer
 # than most eager steps of the vLLM data (30-200 ms); data without a floor bring it down.
@@ -104,18 +128,15 @@ def _prepare_one(samples: StepSamples, model, gpu) -> dict:
     per_prompt = np.where(samples.prompts > 0, 1.0 / np.maximum(samples.prompts, 1), 0.0)
     new, cached = samples.new_tokens * per_prompt, samples.cached_tokens * per_prompt
     batch = samples.decode_requests * scale
-    step = inst._step(batch, samples.decode_context_tokens, new, cached, prompts)
+    parts = inst.plain_step_parts(batch, samples.decode_context_tokens, new, cached, prompts)
     n = len(samples.latency_s)
     return {
-        "compute_s": step["compute_s"],
-        "memory_s": step["memory_s"],
-        "comm_s": step["comm_s"],
-        "step_overhead_s": np.full(n, inst.step_overhead_s),
-        "layer_s": np.full(n, inst.layer_latency_s()),
+        **{k: np.broadcast_to(np.asarray(v, dtype=float), (n,)) for k, v in parts.items()},
         "decode_requests": batch,
         "prompts": prompts,
         "new_tokens": np.rint(new),
         "groups": np.full(n, float(gpus if mode == "ep" else 1)),
+        "kv_split": np.full(n, float(inst.kv_tp_degree())),  # GPUs a request's KV spans
         # the row's own tokens are one rank's (the capture size is per rank)
         "eager": (samples.decode_requests + samples.new_tokens > samples.graph_max_tokens) * 1.0,
     }
@@ -126,10 +147,10 @@ def prepare(all_samples: list[StepSamples], models: dict, gpus: dict) -> Prepare
     catalog objects by id)."""
     rows = [_prepare_one(s, models[s.model], gpus[s.gpu]) for s in all_samples]
     cat = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
-    part_keys = ("compute_s", "memory_s", "comm_s", "step_overhead_s", "layer_s")
+    part_keys = (*PART_KEYS,)
     return Prepared(
         {k: cat[k] for k in part_keys},
-        {k: cat[k] for k in ("decode_requests", "prompts", "new_tokens", "groups", "eager")},
+        {k: cat[k] for k in (*COUNT_KEYS,)},
         np.concatenate([s.latency_s for s in all_samples]),
         np.concatenate([s.phases() for s in all_samples]),
         np.concatenate([np.full(len(s.latency_s), i) for i, s in enumerate(all_samples)]),
@@ -172,6 +193,27 @@ def _solve(data: Prepared, start: EngineProfile, free: tuple[str, ...]) -> np.nd
     return out
 
 
+def _identifiable(name: str, data: Prepared) -> bool:
+    key = NEEDS_VARIATION.get(name)
+    if key is None:
+        return True
+    values = data.counts[key] if key in data.counts else data.parts[key]
+    return len(np.unique(np.asarray(values))) > 1
+
+
+def held_reasons(data: Prepared) -> dict[str, str]:
+    """Why the default fit holds each parameter it does not fit (the rest are fitted)."""
+    why = {"kv_split": "one KV split (TP degree) in the rows", "kernels": "one kernel count"}
+    alike = "held: step times do not tell it from compute_efficiency_frac"
+    out = {"expert_gemm_efficiency_frac": alike, "attention_efficiency_frac": alike}
+    out["alltoall_overlap_frac"] = "held: state it where the engine runs two-batch overlap"
+    out["layer_latency_frac"] = "held at 0: kernel_latency_s counts the kernels"
+    for name, key in NEEDS_VARIATION.items():
+        if not _identifiable(name, data):
+            out[name] = f"held: not identifiable, {why[key]}"
+    return out
+
+
 def free_parameters(hold: tuple[str, ...] = HELD_BY_DEFAULT) -> tuple[str, ...]:
     return tuple(k for k in PARAMETERS if k not in hold)
 
@@ -183,12 +225,14 @@ def fit_profile(
 ) -> tuple[EngineProfile, np.ndarray]:
     """The profile that best fits the rows, and the mask of rows kept after trimming.
 
-    Parameters not in `free` keep `start`'s values; by default the kernel floor is
-    replaced by the fitted fixed cost (HELD_BY_DEFAULT, with layer_latency_frac 0)."""
+    Parameters not in `free` keep `start`'s values; by default the roofline's per-kind
+    kernel floor is replaced by the fitted per-kernel latency (HELD_BY_DEFAULT, with
+    layer_latency_frac 0)."""
     if free is None:
         free = free_parameters()
+        free = tuple(k for k in free if _identifiable(k, data))
         held = dict(zip(PARAMETERS, start.vector(), strict=True))
-        held.update(dict.fromkeys(HELD_BY_DEFAULT, 0.0))
+        held.update(dict.fromkeys(ZEROED_BY_DEFAULT, 0.0))
         start = start.with_vector(list(held.values()))
     first = _solve(data, start, free)
     ratio = predict_s(first, data) / data.latency_s

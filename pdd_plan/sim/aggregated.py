@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pdd_plan.model.engine_profile import IDENTITY, step_parts
+from pdd_plan.model.engine_profile import step_parts
 from pdd_plan.model.roofline import Instance
 
 MAX_BATCHED_TOKENS = 8192  # vLLM's default token budget per iteration (chunked prefill)
@@ -169,16 +169,15 @@ class IterationParts:
     vector by `seconds` (the same arithmetic as `Instance.mixed_step_s`)."""
 
     def __init__(self, inst: Instance, schedule: Schedule):
-        plain = replace(inst, engine_profile=IDENTITY)
+        plain = replace(inst, engine_profile=inst.engine_profile.mtp_only())  # MTP verifies
         decode = np.asarray(schedule.decode, dtype=float)
         prompts = np.asarray(schedule.prompts, dtype=float)
         per_prompt = 1.0 / np.maximum(prompts, 1.0)
         context = np.asarray(schedule.context_sum, dtype=float) / np.maximum(decode, 1.0)
         new = np.rint(np.asarray(schedule.new_tokens, dtype=float) * per_prompt)
         cached = np.asarray(schedule.cached_tokens, dtype=float) * per_prompt
-        step = plain.mixed_step_breakdown(decode, context, new, cached, prompts)
-        self.parts = {k: step[k] for k in ("compute_s", "memory_s", "comm_s")}
-        self.parts.update(step_overhead_s=plain.step_overhead_s, layer_s=plain.layer_latency_s())
+        # every part a profile re-weighs (the KV, expert and attention shares, kernels)
+        self.parts = plain.plain_step_parts(decode, context, new, cached, prompts)
         groups = inst.gpus if inst.parallel_mode() == "ep" else 1
         self.counts = dict(decode_requests=decode, prompts=prompts, new_tokens=new, groups=groups)
 

@@ -83,5 +83,6 @@ def simulate_plan(
         setup = load_setup(scenario, plan, catalog or Catalog())
         run = simulate(setup, SimConfig(requests, seed, warmup_frac), progress)
     out = metrics_json(run, measure(run))
-    out["engine_profile"] = profile_summary(setup.scenario.engine.profile)
+    gpus = [g.gpu for g in setup.deployment.instances]  # a profile set: each GPU's member
+    out["engine_profile"] = profile_summary(setup.scenario.engine.profile, gpus)
     return out, run
