@@ -104,6 +104,9 @@ class EngineProfile:
     parallelism: tuple[tuple[str, int], ...] = field(default=())  # (("tp", 1), ...)
     fitted_on: tuple[tuple[str, str, int], ...] = field(default=())  # (file, sha256, rows)
     poor_fit: tuple[str, ...] = field(default=())
+    # observed / predicted of each figure its fit predicted with its point left out
+    # (calibrate observed), sorted, per metric ("ttft", "tpot"): `solve --confidence`
+    held_out_ratio: tuple[tuple[str, tuple[float, ...]], ...] = field(default=())
 
     def __post_init__(self):
         for name, (_, low, high) in PARAMETERS.items():
@@ -129,6 +132,7 @@ class EngineProfile:
         out["parallelism"] = dict(self.parallelism)
         out["fitted_on"] = [dict(file=f, sha256=h, rows=n) for f, h, n in self.fitted_on]
         out["poor_fit"] = list(self.poor_fit)
+        out["held_out_ratio"] = {k: list(v) for k, v in self.held_out_ratio}
         return out
 
     def adjust(self, parts: dict, counts: dict) -> tuple:
