@@ -185,7 +185,9 @@ def calibrate_observed(
     _identified(observed, result, fit)
     held = _held_out(trials, result.x, fit)
     ratios = tuple((k, v) for k, v in held.by_metric().items())
-    profile = replace(trials.profile_of(result.x), held_out_ratio=ratios)
+    # the held-out median absolute error per metric, as `calibrate serving` reports its own
+    cv = tuple((k, float(np.median(np.abs(np.array(v) - 1.0)))) for k, v in ratios)
+    profile = replace(trials.profile_of(result.x), held_out_ratio=ratios, cv_error_frac=cv)
     evaluated = [p.figures(profile) for p in points]
     missed = _agreement(points, evaluated)
     instances = [i for p in points for i in instances_of(p.scenario, p.deployment, catalog)]
