@@ -45,7 +45,7 @@ def test_the_shipped_points_are_the_published_ones_with_their_source():
 
 def test_the_published_figures_are_those_of_the_system_notes(shared_dir):
     text = (shared_dir / "pdd-system.md").read_text()
-    section = text[text.index("## 4."):text.index("## 5.")]
+    section = text[text.index("## 4.") : text.index("## 5.")]
     figures = [float(x) for x in re.findall(r"\*\*([\d.]+) s\*\*", section)]
     cdc, pdd = PUBLISHED["pdd-paper-cdc_pd.yaml"], PUBLISHED["pdd-paper-pdd.yaml"]
     assert figures == [*cdc.values(), *pdd.values()]
