@@ -182,14 +182,17 @@ def calibrate_observed(
         trials.residuals, fit, [getattr(start, k) for k in fit],
         [PARAMETERS[k][1] for k in fit], [PARAMETERS[k][2] for k in fit],
     )  # fmt: skip
+    fitted = trials.profile_of(result.x)
+    missed = _agreement(points, [p.figures(fitted) for p in points])
+    if missed and not accept_poor_fit:  # the figures contradict: that first, and alone
+        checks.settled(fitted, missed, observed.file, accept=False)
     _identified(observed, result, fit)
     held = _held_out(trials, result.x, fit)
     ratios = tuple((k, v) for k, v in held.by_metric().items())
     # the held-out median absolute error per metric, as `calibrate serving` reports its own
     cv = tuple((k, float(np.median(np.abs(np.array(v) - 1.0)))) for k, v in ratios)
-    profile = replace(trials.profile_of(result.x), held_out_ratio=ratios, cv_error_frac=cv)
+    profile = replace(fitted, held_out_ratio=ratios, cv_error_frac=cv)
     evaluated = [p.figures(profile) for p in points]
-    missed = _agreement(points, evaluated)
     instances = [i for p in points for i in instances_of(p.scenario, p.deployment, catalog)]
     findings = missed + checks.parameter_findings(profile, instances)
     if s.engine.profile.poor_fit:  # its other parameters are kept: so is its verdict
@@ -197,9 +200,8 @@ def calibrate_observed(
             "engine profile", f"{s.engine.profile.name}, itself a poor fit",
             "a start from a sound profile", "; ".join(s.engine.profile.poor_fit),
         ))  # fmt: skip
-    # a fit that misses the observations is refused for that alone: where it left the
-    # efficiencies is no measurement (they are kept among the notes of an accepted one)
-    refused = missed if missed and not accept_poor_fit else findings
-    profile = checks.settled(replace(profile, poor_fit=()), refused, observed.file,
+    # a fit that misses the observations was refused above for that alone: where it left
+    # the efficiencies is no measurement (they are kept among the notes of an accepted one)
+    profile = checks.settled(replace(profile, poor_fit=()), findings, observed.file,
                              accept_poor_fit)  # fmt: skip
     return ObservedCalibration(profile, start, observed, tuple(evaluated), result, held)

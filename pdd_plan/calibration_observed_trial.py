@@ -21,7 +21,9 @@ from pdd_plan.model.evaluate import _parts, _prefill, evaluate, prepare, snapsho
 from pdd_plan.model.roofline import Instance
 from pdd_plan.model.workload import DEFAULT_RESOLUTION
 
-SATURATED_PENALTY = float(np.log(1e3))  # a trial profile at which the plan saturates
+# the log residual of a figure a trial profile leaves undefined (the plan saturates): more
+# than any finite figure's (e^50 ~ 5e21 times off), so no start or step prefers saturation
+SATURATED_PENALTY = 50.0
 GOODPUT_TOL_FRAC = 1e-3
 CAPACITY_TOL_FRAC = 1e-3
 CAPACITY_HALVINGS = 40
