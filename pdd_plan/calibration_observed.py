@@ -38,6 +38,7 @@ from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
 
 FITTED = ("compute_efficiency_frac", "memory_efficiency_frac")
+LATENCY_METRICS = ("ttft", "tpot")
 CONTRADICTION_FRAC = checks.MAX_ERROR_FRAC
 
 
@@ -188,7 +189,8 @@ def calibrate_observed(
         checks.settled(fitted, missed, observed.file, accept=False)
     _identified(observed, result, fit)
     held = _held_out(trials, result.x, fit)
-    ratios = tuple((k, v) for k, v in held.by_metric().items())
+    # the latencies' ratios are stored: what `solve --confidence` sizes with
+    ratios = tuple((k, v) for k, v in held.by_metric().items() if k in LATENCY_METRICS)
     # the held-out median absolute error per metric, as `calibrate serving` reports its own
     cv = tuple((k, float(np.median(np.abs(np.array(v) - 1.0)))) for k, v in ratios)
     profile = replace(fitted, held_out_ratio=ratios, cv_error_frac=cv)

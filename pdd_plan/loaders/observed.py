@@ -14,7 +14,8 @@ points (a load sweep), one or several.
       - ...
 
 The single-point form of earlier releases (the keys of one point at the top level, no
-`points`) is read as a list of one. Every point has ttft_s or tpot_ms. Read through the
+`points`) is read as a list of one. Every point has a figure (a point past saturation,
+where no latency is defined, may have its throughput alone). Read through the
 strict loader: unknown keys, wrong types and values out of range are each one line
 naming the file and key path (`points[1].ttft_s.p90`; exit 2).
 """
@@ -38,7 +39,8 @@ MAX_POINTS = 1_000
 # a figure's metric -> (its key in the file, seconds per unit of that key)
 METRIC_KEYS = {"ttft": ("ttft_s", 1.0), "tpot": ("tpot_ms", MS_S)}
 RATE_KEYS = ("goodput_rps", "throughput_rps")
-POINT_KEYS = ("ttft_s", "tpot_ms", *RATE_KEYS, "mean_batch", "plan", "source")
+FIGURE_KEYS = ("ttft_s", "tpot_ms", *RATE_KEYS, "mean_batch")
+POINT_KEYS = (*FIGURE_KEYS, "plan", "source")
 
 
 @dataclass(frozen=True)
@@ -147,10 +149,10 @@ def load_observed(path: Path | str) -> Observed:
     else:
         points = [_point(root, folder, "")]
     problems.raise_if_any()  # a misspelt key is the one line, not its consequence below
-    for p in points:
-        if not p.figures_s:
+    for p in points:  # a point past saturation may hold its throughput alone
+        if not p.figures:
             where = f"{p.label}.ttft_s" if p.label else "ttft_s"
-            problems.add(where, "nothing", "ttft_s or tpot_ms (at least one percentile)")
+            problems.add(where, "nothing", f"one of {', '.join(FIGURE_KEYS)} (a figure)")
     problems.raise_if_any()
     sha = hashlib.sha256(read_input_bytes(path, WHAT, max_file_bytes(WHAT))).hexdigest()
     return Observed(name, sha, tuple(points))

@@ -132,3 +132,29 @@ def test_a_bad_point_is_named_by_its_index(run_cli, tmp_path):
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert lines[0].startswith("error: obs.yaml: points[1].ttft_s.p90: found "), lines[0]
+
+
+def test_a_point_past_saturation_fits_its_throughput_and_the_profile_reads_back(run_cli, tmp_path):
+    """A sweep's last point offered past the plan's capacity holds its throughput alone
+    (no latency is defined there); the model's is the largest rate the plan carries:
+    `evaluate` at 1 % below it is not saturated, at 1 % above it is. The profile written
+    reads back (only latency ratios are held out for --confidence)."""
+    points = [
+        {"offered_rps": 10, "ttft_s": {"p50": 0.1, "p90": 0.25}, "tpot_ms": {"p50": 31},
+         "mean_batch": 20, "throughput_rps": 10},
+        {"offered_rps": 80, "throughput_rps": 50},
+    ]  # fmt: skip
+    (tmp_path / "obs.yaml").write_text(yaml.safe_dump({"points": points}))
+    done = run_cli("calibrate", "observed", "pdd-paper", PLAN, "obs.yaml", "-o", "fit.yaml",
+                   "--format", "json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    capacity = data["points"][1]["figures"]["throughput_rps"]["evaluated"]
+    assert data["points"][0]["figures"]["throughput_rps"]["evaluated"] == 10  # carried
+    for factor, saturated in ((0.99, False), (1.01, True)):
+        s = _scenario(tmp_path, capacity * factor)
+        ev = run_cli("evaluate", s, PLAN, "--engine-profile", "fit.yaml", "--format", "json")
+        assert ev.returncode == 0, ev.stderr
+        ttft = json.loads(ev.stdout)["metrics"]["ttft_s"]["p50"]
+        assert (ttft is None) == saturated, (factor, ttft)
+    assert run_cli("evaluate", "pdd-paper", PLAN, "--engine-profile", "fit.yaml").returncode == 0
