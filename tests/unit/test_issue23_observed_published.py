@@ -2,14 +2,13 @@
 req/s (its published SLA goodput) with TTFT P50/P90/P99 4.2 / 9.8 / 14.4 s and CDC-PD at
 the same load with 6.7 / 18.3 / 29.7 s (../shared/pdd-system.md section 4 [pub]), fitted
 jointly by `calibrate observed` with the prefill pool's compute efficiency and per-step
-fixed time. Before issue #23 the command read one point and one plan, and refused PDD's
-point alone (best fit TTFT P50 1.37 s against 4.2 s).
+fixed time and the decode step's time per running request (the decode side's load, which
+CDC-PD carries whole and PDD shares with its relay). Before issue #23 the command read one
+point and one plan, and refused PDD's point alone (best fit TTFT P50 1.37 s against 4.2 s).
 
 What is held: each fitted parameter inside its physical range and off its bounds, every
-percentile within the command's own acceptance (25 %, calibration_checks.MAX_ERROR_FRAC).
-The issue's 20 % is not met: the best fit misses CDC-PD's P90 by 22 % (its minimax, the
-least worst error over these two parameters, is 22.4 % too): both plans share the prefill
-pool, so these parameters move both alike, and their difference is the WAN model's."""
+percentile within the issue's 20 %. (Without the decode term the best fit misses CDC-PD's
+P90 by 22 %: the prefill terms move both plans alike, they share the prefill pool.)"""
 
 import json
 import re
@@ -31,8 +30,9 @@ PUBLISHED = {
     "pdd-paper-cdc_pd.yaml": {"p50": 6.7, "p90": 18.3, "p99": 29.7},
 }
 RATE_RPS = 11.5
-FIT = ("--fit", "compute_efficiency_frac", "--fit", "prefill_fixed_s")
-ACCEPTED_FRAC = 0.25
+FIT = ("--fit", "compute_efficiency_frac", "--fit", "prefill_fixed_s",
+       "--fit", "decode_request_s")  # fmt: skip
+ACCEPTED_FRAC = 0.20  # the issue's target, on every percentile
 
 
 def test_the_shipped_points_are_the_published_ones_with_their_source():
@@ -51,7 +51,7 @@ def test_the_published_figures_are_those_of_the_system_notes(shared_dir):
     assert figures == [*cdc.values(), *pdd.values()]
 
 
-def test_the_two_plans_are_fitted_jointly_within_the_accepted_error(run_cli, tmp_path):
+def test_the_two_plans_are_fitted_jointly_within_20_percent(run_cli, tmp_path):
     done = run_cli("calibrate", "observed", "pdd-paper", str(PLANS / "pdd-paper-pdd.yaml"),
                    str(OBSERVED), *FIT, "-o", "p.yaml", "--format", "json")  # fmt: skip
     assert done.returncode == 0, done.stderr
