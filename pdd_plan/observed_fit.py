@@ -149,20 +149,13 @@ def _std(jac: np.ndarray, r: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, 
     _, sv, vt = np.linalg.svd(jac[:, free], full_matrices=False)
     with np.errstate(divide="ignore"):
         inv2 = np.where(sv > sv.max(initial=0.0) * 1e-12, 1.0 / sv**2, np.inf)
-    if len(sv) < n:  # fewer figures than free parameters: directions J does not see
-        inv2 = np.concatenate([inv2, np.full(n - len(sv), np.inf)])
-        vt = np.vstack([vt, _complement(vt, n)])
+    if len(sv) < n:  # fewer figures than free parameters: no direction is pinned down
+        return np.where(free, np.inf, np.nan), float(np.sqrt(s2))
     with np.errstate(invalid="ignore"):
         var = (vt**2 * inv2[:, None]).sum(axis=0) * s2
     var = np.where(np.isnan(var), np.inf, var)
     std[free] = np.sqrt(var)
     return std, float(np.sqrt(s2))
-
-
-def _complement(vt: np.ndarray, n: int) -> np.ndarray:
-    """Orthonormal rows spanning what the rows of `vt` leave of R^n."""
-    _, _, full = np.linalg.svd(np.vstack([vt, np.zeros((n - vt.shape[0], n))]))
-    return full[vt.shape[0] :]
 
 
 @dataclass(frozen=True)

@@ -158,3 +158,17 @@ def test_a_point_past_saturation_fits_its_throughput_and_the_profile_reads_back(
         ttft = json.loads(ev.stdout)["metrics"]["ttft_s"]["p50"]
         assert (ttft is None) == saturated, (factor, ttft)
     assert run_cli("evaluate", "pdd-paper", PLAN, "--engine-profile", "fit.yaml").returncode == 0
+
+
+def test_the_standard_error_of_a_mean_is_the_textbook_one():
+    """Residuals x - c_i (a location fitted to m values): least squares gives the mean and
+    the standard error s / sqrt(m), s the sample standard deviation (m - 1 degrees of
+    freedom), here above the figures' noise floor."""
+    from pdd_plan import observed_fit
+
+    c = np.array([0.8, 1.0, 1.3, 0.9, 1.5])
+    got = observed_fit.fit(lambda x: x[0] - c, ("x",), [2.0], [0.0], [10.0])
+    assert got.x[0] == pytest.approx(c.mean(), rel=1e-6)
+    assert c.std(ddof=1) > observed_fit.FIGURE_NOISE_FRAC
+    assert got.std[0] == pytest.approx(c.std(ddof=1) / np.sqrt(len(c)), rel=1e-4)
+    assert got.unidentified == () and got.at_bound == ()
