@@ -100,11 +100,16 @@ def confidence_json(m: Margin, with_margin_result: dict, without: dict) -> dict:
 
 def summary_line(m: Margin, cost: float | None, base: float | None) -> str:
     """One line: which margin was bought and what it costs."""
-    price = "cost without the margin unknown (no plan without it)"
-    if cost is not None and base is not None:
+    if cost is None:
+        without = "none without it either" if base is None else f"${base:,.2f}/h without it"
+        price = f"no plan meets the SLA with it ({without})"
+    elif base is None:
+        price = f"${cost:,.2f}/h with it (no plan without it to compare)"
+    elif base:
         price = (f"${cost:,.2f}/h with it against ${base:,.2f}/h without "
-                 f"({cost - base:+,.2f} $/h, {100 * (cost - base) / base:+.1f} %)"
-                 if base else f"${cost:,.2f}/h with it, ${base:,.2f}/h without")  # fmt: skip
+                 f"({cost - base:+,.2f} $/h, {100 * (cost - base) / base:+.1f} %)")  # fmt: skip
+    else:
+        price = f"${cost:,.2f}/h with it, ${base:,.2f}/h without"
     return f"{m.text()}; {price}"
 
 

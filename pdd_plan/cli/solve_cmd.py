@@ -46,6 +46,9 @@ def _infeasible(scenario, architecture, result, files, time_limit, format) -> No
     from pdd_plan.api import infeasible_answer
 
     answer = infeasible_answer(scenario, architecture, result, files, time_limit_s=time_limit)
+    if "confidence" in result:  # the limits it missed were the SLA's divided by the margin
+        answer["confidence"] = result["confidence"]
+        answer["reason"] += f" (sized with a margin: {result['confidence']['text']})"
     if format is Format.json:
         print_json(answer)
     raise InfeasibleError(answer["reason"])

@@ -87,3 +87,18 @@ def test_a_profile_without_held_out_error_is_one_line(run_cli, files, profile):
     assert lines[0].startswith("error: command line: --confidence: found 0.9 with engine profile")
     assert "held_out_ratio" in lines[0] and "Traceback" not in done.stderr
     assert not (files / "out").exists()
+
+
+def test_a_margin_no_plan_meets_says_so_and_the_cost_without(run_cli, files):
+    """Held-out ratios of 4-5 divide the 40 ms TPOT limit to about 8 ms: below one decode
+    step of Qwen3-32B on two H100 (over 65 GB of weights read at about 6 TB/s), so no plan;
+    the one line (exit 3) says the margin and the cost of the plan without it."""
+    huge = {"name": "huge", "parameters": PARAMETERS,
+            "held_out_ratio": {"ttft": [4.0, 5.0], "tpot": [4.0, 5.0]}}  # fmt: skip
+    (files / "h.yaml").write_text(yaml.safe_dump(huge))
+    base = _solve(run_cli)["metrics"]["cost_usd_per_hour"]
+    done = run_cli("solve", "s.yaml", "--engine-profile", "h.yaml", "--confidence", "0.9")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 3 and len(lines) == 1, done.stderr
+    assert "sized with a margin: confidence 0.9" in lines[0] and "TPOT x4.9" in lines[0]
+    assert f"no plan meets the SLA with it (${base:,.2f}/h without it)" in lines[0]
