@@ -35,6 +35,7 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.observed import Observed, file_key, load_observed
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.loaders.suggest import did_you_mean
 from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
 
 FITTED = ("compute_efficiency_frac", "memory_efficiency_frac")
@@ -90,6 +91,7 @@ def _check_names(fit: tuple[str, ...]) -> None:
             raise InputError.single(
                 "command line", "--fit", repr(name),
                 f"one of the engine parameters: {', '.join(PARAMETERS)}",
+                did_you_mean(name, PARAMETERS),
             )  # fmt: skip
     if len(set(fit)) != len(fit) or not fit:
         raise InputError.single("command line", "--fit", ", ".join(fit) or "nothing",

@@ -172,3 +172,23 @@ def test_the_standard_error_of_a_mean_is_the_textbook_one():
     assert c.std(ddof=1) > observed_fit.FIGURE_NOISE_FRAC
     assert got.std[0] == pytest.approx(c.std(ddof=1) / np.sqrt(len(c)), rel=1e-4)
     assert got.unidentified == () and got.at_bound == ()
+
+
+@pytest.mark.parametrize(
+    "fit, fragment",
+    [
+        (["prefil_fixed_s"], "--fit: found 'prefil_fixed_s'; expected one of the engine "
+         "parameters: fixed_step_s,"),
+        (["prefill_fixed_s", "prefill_fixed_s"], "each engine parameter at most once"),
+    ],
+)  # fmt: skip
+def test_a_bad_fit_option_is_one_line(run_cli, tmp_path, fit, fragment):
+    (tmp_path / "obs.yaml").write_text("offered_rps: 5\nttft_s: {p50: 0.1, p90: 0.2}\n")
+    args = [a for name in fit for a in ("--fit", name)]
+    done = run_cli("calibrate", "observed", "pdd-paper", PLAN, "obs.yaml", "-o", "p.yaml", *args)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: command line: ") and fragment in lines[0], lines[0]
+    if fit[0] == "prefil_fixed_s":
+        assert lines[0].endswith("(did you mean 'prefill_fixed_s'?)")
+    assert not (tmp_path / "p.yaml").exists()
