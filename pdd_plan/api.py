@@ -88,14 +88,32 @@ def solve_scenario(
     time_limit_s: float = 30.0,
     progress: Progress | None = None,
     jobs: int | None = None,
+    confidence: float | None = None,
 ) -> tuple[dict, SolveFiles]:
     """`pdd-plan solve`: the design.md §7 JSON of the best verified plan, and its files.
     `architecture` None: every architecture the scenario allows is solved (side by side in
     `jobs` processes, default one a CPU) and the best by the objective wins
     (`architecture_choice` says which, over what and why). `progress(stage, done, total)`
-    hears each architecture solved."""
+    hears each architecture solved. `confidence` P: sized with the engine profile's
+    held-out error at P as a margin, the plan without it solved too (confidence.py)."""
     catalog = catalog or Catalog()
     s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
+    if confidence is None:
+        return _solve_loaded_any(s, architecture, catalog, resolution, time_limit_s,
+                                 progress, jobs)  # fmt: skip
+    from pdd_plan import confidence as conf
+
+    m = conf.margin(s.engine.profile, confidence)
+    out, files = _solve_loaded_any(conf.with_margin(s, m), architecture, catalog, resolution,
+                                   time_limit_s, progress, jobs)  # fmt: skip
+    without, _ = _solve_loaded_any(s, architecture, catalog, resolution, time_limit_s,
+                                   progress, jobs)  # fmt: skip
+    out["confidence"] = conf.confidence_json(m, out, without)
+    bom = conf.bom_with_margin(files.bom_csv, out["confidence"]["text"])
+    return out, dataclasses.replace(files, bom_csv=bom)
+
+
+def _solve_loaded_any(s, architecture, catalog, resolution, time_limit_s, progress, jobs):
     if architecture is not None:
         return solve_loaded(s, architecture, catalog, resolution, time_limit_s)
     return solve_choosing(s, catalog, resolution, time_limit_s, progress, jobs)

@@ -1,19 +1,22 @@
 """`pdd-plan calibrate observed SCENARIO PLAN OBSERVED -o profile.yaml`: an engine
-profile fitted to a running deployment's operating point.
+profile fitted to a running deployment's operating points (a load sweep, possibly of
+several plans of one deployment: PDD and CDC-PD at the same load).
 
-The scenario and plan are loaded as `pdd-plan evaluate` loads them, the offered rate is
-set to the observed one, and the plan is evaluated with the same public calls
-(`model.evaluate.prepare` and `evaluate`) at trial profiles: the scenario's own profile
-with its compute efficiency (which sets prefill, so TTFT) and memory efficiency (which
-sets decode steps, so TPOT) replaced. The fit is least squares on log(evaluated /
-observed) over every observed figure.
+Each point's plan (its own `plan:` or the command's PLAN) is loaded as `pdd-plan
+evaluate` loads it, the offered rate set to the point's, and evaluated with the same
+public calls (`model.evaluate.prepare` and `evaluate`) at trial profiles: the scenario's
+own profile with the fitted parameters replaced (default: compute efficiency, which sets
+prefill, so TTFT, and memory efficiency, which sets decode steps, so TPOT; `fit=` any of
+engine_profile.PARAMETERS). The fit is joint least squares on log(evaluated / observed)
+over every figure of every point, with each parameter's uncertainty, the parameters the
+points do not identify refused by name, and the held-out error of leaving each point out
+(observed_fit.py); the held-out ratios are stored in the profile (`solve --confidence`).
 
-Refused (one line, exit 2): fewer observed figures than fitted parameters. Refused
-unless --accept-poor-fit keeps it marked (calibration_checks.py): observations no
-profile reproduces (when the best fit still leaves a figure more than CONTRADICTION_FRAC,
-25 %, off, the figures contradict each other, or the model cannot represent the
-deployment, and a profile fitted to them would mislead), an efficiency above the
-datasheet peak or at a bound, and a start from a profile itself kept as a poor fit.
+Refused (one line, exit 2): fewer observed figures than fitted parameters; a parameter
+the points do not identify. Refused unless --accept-poor-fit keeps it marked
+(calibration_checks.py): observations no profile reproduces (the best fit still leaves
+a figure more than CONTRADICTION_FRAC, 25 %, off), an efficiency above the datasheet
+peak or at a bound, and a start from a profile itself kept as a poor fit.
 """
 
 from __future__ import annotations
@@ -22,26 +25,22 @@ import re
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from pdd_plan import calibration_checks as checks
+from pdd_plan import observed_fit
 from pdd_plan.calibration_checks import Finding
+from pdd_plan.calibration_observed_trial import PointTrial, instances_of, log_ratio
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.observed import Observed, file_key, load_observed
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.loaders.suggest import did_you_mean
 from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
-from pdd_plan.model.evaluate import evaluate, prepare
-from pdd_plan.model.roofline import Instance
-from pdd_plan.model.workload import DEFAULT_RESOLUTION
 
 FITTED = ("compute_efficiency_frac", "memory_efficiency_frac")
+LATENCY_METRICS = ("ttft", "tpot")
 CONTRADICTION_FRAC = checks.MAX_ERROR_FRAC
-SATURATED_PENALTY = np.log(1e3)  # a trial profile at which the plan saturates
-DIFF_STEP = 1e-3
-UNIDENTIFIED_JAC = 1e-6
-GOODPUT_TOL_FRAC = 1e-3  # only computed when goodput was observed (it costs a search)
 
 
 @dataclass(frozen=True)
@@ -49,130 +48,164 @@ class ObservedCalibration:
     profile: EngineProfile
     start: EngineProfile
     observed: Observed
-    evaluated: dict  # figure -> evaluated value at the fitted profile
-    unidentified: tuple[str, ...]
+    evaluated: tuple[dict, ...]  # per point: figure -> evaluated value at the fitted profile
+    fit: observed_fit.Fit
+    held_out: observed_fit.HeldOut
+
+    @property
+    def unidentified(self) -> tuple[str, ...]:
+        return self.fit.unidentified
 
 
-class _Trial:
-    """Evaluates the plan at a trial profile, as `pdd-plan evaluate` would."""
+class _Trials:
+    """Every point's trial; the fit vector `x` holds the parameters `names`."""
 
-    def __init__(self, scenario, deployment, catalog: Catalog, observed: Observed):
-        self.s, self.deployment, self.catalog, self.observed = (
-            scenario, deployment, catalog, observed,
-        )  # fmt: skip
-        self.targets = dict(observed.figures_s)
-        if observed.goodput_rps is not None:
-            self.targets["goodput_rps"] = observed.goodput_rps
+    def __init__(self, points: list[PointTrial], start: EngineProfile, names: tuple[str, ...]):
+        self.points, self.start, self.names = points, start, names
 
-    def figures(self, profile: EngineProfile) -> dict:
-        c, s = self.catalog, replace(self.s, engine=replace(self.s.engine, profile=profile))
-        setup = prepare(s, self.deployment, c.model_for(s), c.gpus, c.lines, DEFAULT_RESOLUTION)
-        tol = GOODPUT_TOL_FRAC if self.observed.goodput_rps is not None else 0.5
-        metrics, _ = evaluate(setup, goodput_rel_tol=tol)
-        out = {f"ttft_{q}": metrics.ttft_s[q] for q in metrics.ttft_s}
-        out |= {f"tpot_{q}": metrics.tpot_s[q] for q in metrics.tpot_s}
-        out["goodput_rps"] = metrics.goodput_rps
-        return {k: out[k] for k in self.targets}
+    def profile_of(self, x) -> EngineProfile:
+        return replace(self.start, **{k: float(v) for k, v in zip(self.names, x, strict=True)})
 
-    def residuals(self, profile: EngineProfile) -> np.ndarray:
-        got = self.figures(profile)
-        return np.array([_log_ratio(got[k], v) for k, v in self.targets.items()])
+    def point_residuals(self, i: int):
+        point = self.points[i]
+        return lambda x: point.residuals(self.profile_of(x))
+
+    def residuals(self, x) -> np.ndarray:
+        profile = self.profile_of(x)
+        return np.concatenate([p.residuals(profile) for p in self.points])
 
 
-def _log_ratio(value: float, target: float) -> float:
-    if not np.isfinite(value) or value <= 0:
-        return SATURATED_PENALTY
-    return float(np.log(value / target))
+def _loaded(scenario, plan, observed: Observed, catalog: Catalog) -> list[PointTrial]:
+    base = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
+    trials = []
+    for point in observed.points:
+        s = replace(base, workload=replace(base.workload, arrival_rate_per_s=point.offered_rps))
+        deployment = load_plan(point.plan or plan, s, catalog)
+        trials.append(PointTrial(s, deployment, catalog, point))
+    return trials
 
 
-def _loaded(scenario, plan, observed: Observed, catalog: Catalog):
-    s = load_scenario(resolve_scenario_path(str(scenario) if scenario else None), catalog)
-    s = replace(s, workload=replace(s.workload, arrival_rate_per_s=observed.offered_rps))
-    return s, load_plan(plan, s, catalog)
+def _check_names(fit: tuple[str, ...]) -> None:
+    for name in fit:
+        if name not in PARAMETERS:
+            raise InputError.single(
+                "command line", "--fit", repr(name),
+                f"one of the engine parameters: {', '.join(PARAMETERS)}",
+                did_you_mean(name, PARAMETERS),
+            )  # fmt: skip
+    if len(set(fit)) != len(fit) or not fit:
+        raise InputError.single("command line", "--fit", ", ".join(fit) or "nothing",
+                                "each engine parameter at most once, at least one")  # fmt: skip
 
 
-def _fit(trial: _Trial, start: EngineProfile) -> tuple[EngineProfile, tuple[str, ...]]:
-    low = np.array([PARAMETERS[k][1] for k in FITTED])
-    high = np.array([PARAMETERS[k][2] for k in FITTED])
-
-    def profile_of(x) -> EngineProfile:
-        return replace(start, **{k: float(v) for k, v in zip(FITTED, x, strict=True)})
-
-    x0 = np.clip([getattr(start, k) for k in FITTED], low + 1e-6, high - 1e-6)
-    fit = least_squares(
-        lambda x: trial.residuals(profile_of(x)), x0, bounds=(low, high),
-        x_scale="jac", diff_step=DIFF_STEP,
+def _identified(observed: Observed, fit: observed_fit.Fit, names) -> None:
+    """InputError naming the parameters the points do not identify (observed_fit.py)."""
+    if not fit.unidentified:
+        return
+    rel = dict(zip(names, fit.rel_std(), strict=True))
+    found = "; ".join(
+        f"{n} not identified (relative standard error "
+        f"{'unbounded' if not np.isfinite(rel[n]) else f'{100 * rel[n]:.0f} %'})"
+        for n in fit.unidentified
     )  # fmt: skip
-    column = np.abs(fit.jac).max(axis=0)
-    unseen = tuple(k for k, c in zip(FITTED, column, strict=True) if c < UNIDENTIFIED_JAC)
-    x = np.where(column < UNIDENTIFIED_JAC, x0, fit.x)
-    return profile_of(x), unseen
+    keep = [n for n in names if n not in fit.unidentified]
+    hint = f"fit only {' '.join('--fit ' + n for n in keep)}, or " if keep else ""
+    raise InputError.single(
+        observed.file, "", found,
+        f"points that move every fitted parameter (relative standard error at most "
+        f"{100 * observed_fit.REL_STD_MAX:.0f} %)",
+        f"{hint}add points or figures that move {', '.join(fit.unidentified)}",
+    )  # fmt: skip
 
 
-def _agreement(observed: Observed, targets: dict, evaluated: dict) -> list[Finding]:
+def _agreement(trials: list[PointTrial], evaluated: list[dict]) -> list[Finding]:
     """The worst figure when the best fit misses it by more than CONTRADICTION_FRAC."""
-    ratios = {k: evaluated[k] / v if np.isfinite(evaluated[k]) else np.inf
-              for k, v in targets.items()}  # fmt: skip
-    worst = max(ratios, key=lambda k: abs(np.log(ratios[k])) if ratios[k] > 0 else np.inf)
-    if abs(ratios[worst] - 1.0) <= CONTRADICTION_FRAC:
+    worst, worst_log = None, -1.0
+    for trial, got in zip(trials, evaluated, strict=True):
+        for k, v in trial.targets.items():
+            size = abs(log_ratio(got[k], v))
+            if size > worst_log:
+                worst, worst_log = (trial, k), size
+    trial, figure = worst
+    target, value = trial.targets[figure], evaluated[trials.index(trial)][figure]
+    ratio = value / target if np.isfinite(value) else np.inf
+    if abs(ratio - 1.0) <= CONTRADICTION_FRAC:
         return []
-    key, unit_s = file_key(worst)  # as OBSERVED.yaml says it (tpot_ms.p90, in ms)
-    fit = evaluated[worst] / unit_s
+    key, unit_s = file_key(figure, trial.point.label)  # as OBSERVED.yaml says it
+    fit = value / unit_s
     fit_text = f"{fit:.4g}" if np.isfinite(fit) else "no finite value (saturated)"
     return [Finding(
-        key, f"{targets[worst] / unit_s:.4g} observed, {fit_text} at the best fit",
+        key, f"{target / unit_s:.4g} observed, {fit_text} at the best fit",
         f"observations one engine profile reproduces within {CONTRADICTION_FRAC:.0%}",
         "the figures contradict each other, or this plan is not what was measured "
         "(check the plan, the offered rate and the units: ttft_s in seconds, tpot_ms in ms)",
     )]  # fmt: skip
 
 
-def _instances(s, deployment, catalog: Catalog) -> list[Instance]:
-    """The plan's instances as the roofline sees them (for the datasheet ceilings)."""
-    model = catalog.model_for(s)
-    return [
-        Instance(model, catalog.gpus[g.gpu], g.gpus_per_instance, s.kv_dtype, s.weight_dtype)
-        for g in deployment.instances
-        if g.count > 0
-    ]
-
-
-def calibrate_observed(
-    scenario, plan, observed_path, name: str | None = None, catalog: Catalog | None = None,
-    accept_poor_fit: bool = False,
-) -> ObservedCalibration:  # fmt: skip
-    catalog = catalog or Catalog()
-    observed = load_observed(observed_path)
-    s, deployment = _loaded(scenario, plan, observed, catalog)
-    trial = _Trial(s, deployment, catalog, observed)
-    if len(trial.targets) < len(FITTED):
-        raise InputError.single(
-            observed.file, "", f"{len(trial.targets)} observed figure(s)",
-            f"at least {len(FITTED)}, one per fitted parameter ({', '.join(FITTED)})",
-            "add TTFT and TPOT percentiles",
-        )  # fmt: skip
-    gpus = sorted({g.gpu for g in deployment.instances})
-    start = replace(
+def _start(s, trials, observed: Observed, name: str | None) -> EngineProfile:
+    gpus = sorted({g.gpu for t in trials for g in t.deployment.instances})
+    return replace(
         s.engine.profile,
         name=name or re.sub(r"[^a-z0-9_]+", "_", f"observed_{s.name}".lower()).strip("_"),
         source="calibrate observed",
         gpu="+".join(gpus),
         model=s.model,
-        fitted_on=((observed.file, observed.sha256, len(trial.targets)),),
+        fitted_on=((observed.file, observed.sha256, observed.figure_count),),
         cv_error_frac=(),
+        held_out_ratio=(),
     )
-    profile, unseen = _fit(trial, start)
-    evaluated = trial.figures(profile)
-    missed = _agreement(observed, trial.targets, evaluated)
-    findings = missed + checks.parameter_findings(profile, _instances(s, deployment, catalog))
+
+
+def _held_out(trials: _Trials, x, names) -> observed_fit.HeldOut:
+    low = np.array([PARAMETERS[k][1] for k in names])
+    high = np.array([PARAMETERS[k][2] for k in names])
+    figures = [tuple(p.targets) for p in trials.points]
+    residuals = [trials.point_residuals(i) for i in range(len(trials.points))]
+    return observed_fit.held_out(residuals, figures, x, low, high)
+
+
+def calibrate_observed(
+    scenario, plan, observed_path, name: str | None = None, catalog: Catalog | None = None,
+    accept_poor_fit: bool = False, fit: tuple[str, ...] = FITTED,
+) -> ObservedCalibration:  # fmt: skip
+    _check_names(tuple(fit))
+    catalog = catalog or Catalog()
+    observed = load_observed(observed_path)
+    points = _loaded(scenario, plan, observed, catalog)
+    if observed.figure_count < len(fit):
+        raise InputError.single(
+            observed.file, "", f"{observed.figure_count} observed figure(s)",
+            f"at least {len(fit)}, one per fitted parameter ({', '.join(fit)})",
+            "add TTFT and TPOT percentiles",
+        )  # fmt: skip
+    s = points[0].scenario
+    start = _start(s, points, observed, name)
+    trials = _Trials(points, start, tuple(fit))
+    result = observed_fit.fit(
+        trials.residuals, fit, [getattr(start, k) for k in fit],
+        [PARAMETERS[k][1] for k in fit], [PARAMETERS[k][2] for k in fit],
+    )  # fmt: skip
+    fitted = trials.profile_of(result.x)
+    missed = _agreement(points, [p.figures(fitted) for p in points])
+    if missed and not accept_poor_fit:  # the figures contradict: that first, and alone
+        checks.settled(fitted, missed, observed.file, accept=False)
+    _identified(observed, result, fit)
+    held = _held_out(trials, result.x, fit)
+    # the latencies' ratios are stored: what `solve --confidence` sizes with
+    ratios = tuple((k, v) for k, v in held.by_metric().items() if k in LATENCY_METRICS)
+    # the held-out median absolute error per metric, as `calibrate serving` reports its own
+    cv = tuple((k, float(np.median(np.abs(np.array(v) - 1.0)))) for k, v in ratios)
+    profile = replace(fitted, held_out_ratio=ratios, cv_error_frac=cv)
+    evaluated = [p.figures(profile) for p in points]
+    instances = [i for p in points for i in instances_of(p.scenario, p.deployment, catalog)]
+    findings = missed + checks.parameter_findings(profile, instances)
     if s.engine.profile.poor_fit:  # its other parameters are kept: so is its verdict
         findings.append(Finding(
             "engine profile", f"{s.engine.profile.name}, itself a poor fit",
             "a start from a sound profile", "; ".join(s.engine.profile.poor_fit),
         ))  # fmt: skip
-    # a fit that misses the observations is refused for that alone: where it left the
-    # efficiencies is no measurement (they are kept among the notes of an accepted one)
-    refused = missed if missed and not accept_poor_fit else findings
-    profile = checks.settled(replace(profile, poor_fit=()), refused, observed.file,
+    # a fit that misses the observations was refused above for that alone: where it left
+    # the efficiencies is no measurement (they are kept among the notes of an accepted one)
+    profile = checks.settled(replace(profile, poor_fit=()), findings, observed.file,
                              accept_poor_fit)  # fmt: skip
-    return ObservedCalibration(profile, start, observed, evaluated, unseen)
+    return ObservedCalibration(profile, start, observed, tuple(evaluated), result, held)

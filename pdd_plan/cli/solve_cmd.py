@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan import __version__
-from pdd_plan.cli.bounds import time_limit_option
+from pdd_plan.cli.bounds import bounded, time_limit_option
 from pdd_plan.cli.evaluate_cmd import print_result
 from pdd_plan.cli.output import Format, check_architecture, console, print_json
 from pdd_plan.cli.output_paths import check_outputs
@@ -46,6 +46,9 @@ def _infeasible(scenario, architecture, result, files, time_limit, format) -> No
     from pdd_plan.api import infeasible_answer
 
     answer = infeasible_answer(scenario, architecture, result, files, time_limit_s=time_limit)
+    if "confidence" in result:  # the limits it missed were the SLA's divided by the margin
+        answer["confidence"] = result["confidence"]
+        answer["reason"] += f" (sized with a margin: {result['confidence']['text']})"
     if format is Format.json:
         print_json(answer)
     raise InfeasibleError(answer["reason"])
@@ -62,13 +65,15 @@ def _unproven(result, files, format) -> None:
     raise UnprovenError(found["reason"])
 
 
-def _solve(solve_scenario, scenario, architecture, time_limit, shown):
+def _solve(solve_scenario, scenario, architecture, time_limit, shown, confidence=None):
     """The solve; a forced architecture is one stage of one step."""
     if architecture is None:
-        return solve_scenario(scenario, None, time_limit_s=time_limit, progress=shown)
+        return solve_scenario(scenario, None, time_limit_s=time_limit, progress=shown,
+                              confidence=confidence)  # fmt: skip
     stage = f"solving {architecture}"
     return step(shown, stage, lambda: solve_scenario(scenario, architecture,
-                                                     time_limit_s=time_limit))  # fmt: skip
+                                                     time_limit_s=time_limit,
+                                                     confidence=confidence))  # fmt: skip
 
 
 def _write(result, files, report_md, dump_lp, bom, report, out) -> None:
@@ -110,6 +115,14 @@ def solve(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    confidence: float | None = bounded(
+        None,
+        "--confidence",
+        low=0.5,
+        high=0.999,
+        help="size so the SLA holds at this quantile of the engine profile's held-out "
+        "error (a profile from calibrate observed); the answer says the margin and its cost",
+    ),  # fmt: skip
     format: Format = typer.Option(Format.table, "--format", help="table or json"),
     progress: bool = progress_option(),
 ) -> None:
@@ -125,7 +138,8 @@ def solve(
     check_outputs([scenario], outputs, {"--out": out})
     with bars(progress, format is Format.json) as shown:
         try:
-            result, files = _solve(solve_scenario, scenario, architecture, time_limit, shown)
+            result, files = _solve(solve_scenario, scenario, architecture, time_limit, shown,
+                                   confidence)  # fmt: skip
         except InfeasibleError as exc:  # refused before any search: the reason is its own
             result, files = {"status": "infeasible", "error": exc}, None
         if result["status"] == "infeasible":  # the limit that cannot be met, by how much
@@ -144,6 +158,10 @@ def solve(
                 scenario, architecture, time_limit_s=time_limit, solved=result, known=known,
                 progress=shown, solved_run=files.run,
             )  # fmt: skip
+            if "confidence" in result:
+                from pdd_plan.confidence import report_section
+
+                report_md += report_section(result["confidence"]["text"])
         step(shown, "writing the files", lambda: _write(result, files, report_md, dump_lp,
                                                          bom, report, out))  # fmt: skip
     if format is Format.json:
@@ -151,6 +169,8 @@ def solve(
         return
     print_choice(result)
     print_result(result)
+    if "confidence" in result:
+        console.print(f"margin bought: {result['confidence']['text']}", markup=False)
     s = result["solver"]
     each = s.get("architectures_solved")
     console.print(

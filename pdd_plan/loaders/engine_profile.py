@@ -13,6 +13,8 @@
                                                # as the engine runs it (issue #23)
     cv_error_frac: {decode: 0.05, prefill: 0.03, mixed: 0.04}  # optional, medians
                                                # (step times; ttft, tpot: serving figures)
+    held_out_ratio: {ttft: [0.92, 1.1], tpot: [1.01]}   # optional: calibrate observed's
+                                               # held-out observed / predicted ratios
     poor_fit: ["memory_efficiency_frac 1.25 ..."]   # optional: written by calibrate
                                                # --accept-poor-fit; every answer repeats it
 
@@ -54,6 +56,7 @@ from pdd_plan.model.step_fit import PHASES
 WHAT = "a pdd-plan engine profile"
 CV_KEYS = (*PHASES, "ttft", "tpot")  # step phases (calibrate steps), serving figures
 DEFAULT_NAME = "roofline_default"
+HELD_OUT_MAX_RATIO = 1e6  # observed / predicted: a bound on nonsense, not on physics
 TOP_KEYS = ("engine", "engine_version", "gpu", "model", "parallelism", "fitted_on")
 
 
@@ -106,6 +109,23 @@ def _cv_error(node: Node) -> tuple[tuple[str, float], ...]:
     return tuple((p, v) for p, v in values if v is not None)
 
 
+def _held_out(node: Node) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """held_out_ratio: {ttft: [0.9, 1.1, ...], tpot: [...]}: observed / predicted of each
+    figure with its point left out (calibrate observed); positive, at most HELD_OUT_MAX_RATIO."""
+    if node.is_missing:
+        return ()
+    f = node.mapping(optional=("ttft", "tpot"))
+    out = []
+    for metric, child in (f or {}).items():
+        if child.is_missing:
+            continue
+        values = [v.number(minimum=0, exclusive_minimum=True, maximum=HELD_OUT_MAX_RATIO)
+                  for v in child.items(min_items=1) or []]  # fmt: skip
+        if values and None not in values:
+            out.append((metric, tuple(sorted(values))))
+    return tuple(out)
+
+
 def _poor_fit(node: Node) -> tuple[str, ...]:
     if node.is_missing:
         return ()
@@ -153,7 +173,7 @@ def load_engine_profile(path: Path | str) -> EngineProfile:
         return _load_set(path, root, problems)
     f = root.mapping(
         required=("name", "parameters"),
-        optional=(*TOP_KEYS, "cv_error_frac", "poor_fit", "mtp"),
+        optional=(*TOP_KEYS, "cv_error_frac", "poor_fit", "mtp", "held_out_ratio"),
     )
     if f is None:
         problems.raise_if_any()
@@ -164,6 +184,7 @@ def load_engine_profile(path: Path | str) -> EngineProfile:
     parallelism = _parallelism(f["parallelism"])
     fitted_on = _fitted_on(f["fitted_on"])
     poor_fit = _poor_fit(f["poor_fit"])
+    held_out = _held_out(f["held_out_ratio"])
     problems.raise_if_any()
     return EngineProfile(
         name=profile_name,
@@ -174,6 +195,7 @@ def load_engine_profile(path: Path | str) -> EngineProfile:
         parallelism=parallelism,
         fitted_on=fitted_on,
         poor_fit=poor_fit,
+        held_out_ratio=held_out,
     )
 
 

@@ -177,6 +177,9 @@ class EngineProfile:
     # datasheet (peak BF16 FLOP/s, HBM bytes/s); empty for a single profile. An
     # `Instance` runs the member its GPU was fitted on, else the nearest (`for_gpu`).
     members: tuple[tuple[EngineProfile, float, float], ...] = field(default=())
+    # observed / predicted of each figure its fit predicted with its point left out
+    # (calibrate observed), sorted, per metric ("ttft", "tpot"): `solve --confidence`
+    held_out_ratio: tuple[tuple[str, tuple[float, ...]], ...] = field(default=())
 
     def __post_init__(self):
         for name, (_, low, high) in PARAMETERS.items():
@@ -236,6 +239,7 @@ class EngineProfile:
         out["fitted_on"] = [dict(file=f, sha256=h, rows=n) for f, h, n in self.fitted_on]
         out["poor_fit"] = list(self.poor_fit)
         out["members"] = [m.name for m, _, _ in self.members]
+        out["held_out_ratio"] = {k: list(v) for k, v in self.held_out_ratio}
         return out
 
     def adjust(self, parts: dict, counts: dict) -> tuple:

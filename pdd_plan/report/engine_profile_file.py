@@ -11,6 +11,8 @@ HEADER = """\
 # Efficiency fractions multiply the catalog's measured ones; seconds terms are added.
 # cv_error_frac: cross-validated median absolute relative error of the step time
 # (decode, prefill, mixed: calibrate steps) or of serving TTFT and TPOT (calibrate serving).
+# held_out_ratio: observed / predicted of each figure with its point left out of the fit
+# (calibrate observed), per metric: `solve --confidence` sizes from its quantiles.
 # poor_fit: present only when kept with --accept-poor-fit; every answer using it says so.
 """
 
@@ -32,6 +34,10 @@ def profile_document(profile: EngineProfile) -> dict:
         ]
     if profile.cv_error_frac:
         doc["cv_error_frac"] = {p: round(float(v), 4) for p, v in profile.cv_error_frac}
+    if profile.held_out_ratio:
+        doc["held_out_ratio"] = {
+            k: [float(f"{v:.6g}") for v in values] for k, values in profile.held_out_ratio
+        }
     if profile.poor_fit:
         doc["poor_fit"] = list(profile.poor_fit)
     return doc
