@@ -198,8 +198,8 @@ RULES: tuple[tuple[str, Callable[[Scope], bool]], ...] = (
     ("A choice among architectures is proven", Scope.chosen),
     # only a model file from `model import` was placed by these rules
     ("`model import` places MoE layers", lambda c: bool(c.s.model_file) and c.moe()),
-    ("A scenario's `engine.decode_kv_bytes_per_token`",
-     lambda c: c.s.engine.decode_kv_bytes_per_token is not None),
+    ("A scenario's `engine.kv_uncompressed_tokens`",
+     lambda c: c.s.engine.kv_layout is not None),
 )  # fmt: skip
 
 # the optimiser's internals, none of which changes an answer: the README keeps them

@@ -488,9 +488,10 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "A scenario's `engine.decode_kv_bytes_per_token` sets the HBM a decoding request "
-            "holds, not the bytes a decode step reads (the architecture's sparse reads stay)"
+            "A scenario's `engine.kv_uncompressed_tokens` sets both the HBM a decoding request "
+            "holds and the KV bytes each decode step reads (every held byte is read); "
+            "attention FLOPs and prefill's KV stay the architecture's"
         ),
-        "TPOT optimistic if the engine reads its larger layout each step",
+        "TPOT pessimistic for an engine that holds uncompressed tokens its kernels skip",
     ),
 )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from pdd_plan.loaders.catalog import GPU_FIELDS, Catalog
 from pdd_plan.model.hardware import Gpu, LineTier
 from pdd_plan.model.placement import placement_summary
+from pdd_plan.plan.kv_layouts import kv_layout_text
 from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
 
 if TYPE_CHECKING:  # annotations only: `catalog list` reads no model, and loads no numpy
@@ -130,8 +131,7 @@ def scenario_summary(s: Scenario, catalog: Catalog) -> dict:
         "model": s.model,
         "kv_dtype": s.kv_dtype,
         "kv_bytes_per_token": model.kv_bytes_per_token(s.kv_dtype),
-        "decode_kv_bytes_per_token": s.engine.decode_kv_bytes_per_token,
-        "decode_kv_source": s.engine.decode_kv_source,
+        "decode_kv_layout": kv_layout_text(s, model),
         "arrival_rate_per_s": w.arrival_rate_per_s,
         "burstiness_cv2": w.burstiness_cv2,
         "mean_input_tokens": w.input_tokens.mean(),
