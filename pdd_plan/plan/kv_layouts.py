@@ -10,10 +10,13 @@ how the architecture verdict moves across the range instead of picking a point i
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from pdd_plan.model.attention import KvLayout
-from pdd_plan.model.llm import ModelSpec
 from pdd_plan.model.scenario import Scenario
+
+if TYPE_CHECKING:  # numpy: not for commands that only read the catalog
+    from pdd_plan.model.llm import ModelSpec
 
 # uncompressed windows between the model's own and the whole context: x8 steps (a
 # few cases, each a factor 8 apart, bracket a flip within 8x)

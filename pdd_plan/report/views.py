@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from pdd_plan.loaders.catalog import GPU_FIELDS, Catalog
 from pdd_plan.model.hardware import Gpu, LineTier
 from pdd_plan.model.placement import placement_summary
-from pdd_plan.plan.kv_layouts import kv_layout_text
 from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
 
 if TYPE_CHECKING:  # annotations only: `catalog list` reads no model, and loads no numpy
@@ -123,6 +122,8 @@ def catalog_listing(catalog: Catalog) -> dict:
 
 
 def scenario_summary(s: Scenario, catalog: Catalog) -> dict:
+    from pdd_plan.plan.kv_layouts import kv_layout_text
+
     w = s.workload
     model = catalog.model_for(s)
     return {
