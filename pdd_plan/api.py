@@ -321,6 +321,11 @@ def explain_scenario(
     out["engine_profile"] = profile_summary(s.engine.profile)  # how far to trust it (#13)
     if choice is not None:
         out["architecture_choice"] = choice
+    from pdd_plan.kv_verdict import kv_layout_verdict  # the decode KV layout's range (#23)
+
+    verdict = kv_layout_verdict(s, catalog, (resolution, time_limit_s))
+    if verdict is not None:
+        out["kv_layout_sensitivity"] = verdict
     return out
 
 

@@ -108,6 +108,7 @@ def sizing_report_data(
     architectures not yet solved run there while this process explains (report_cases.py);
     `given_cases` (case name -> future of its entry): cases already submitted there."""
     from pdd_plan import api
+    from pdd_plan.kv_verdict import kv_layout_verdict
 
     catalog = catalog or Catalog()
     path = resolve_scenario_path(str(scenario) if scenario else None)
@@ -149,7 +150,11 @@ def sizing_report_data(
         "summary": report_summary(s, catalog),
         "result": solved,
         "compare": compared,
-        "sensitivity": {"hit_rate_rule": HIT_RATE_RULE, "cases": cases},
+        "sensitivity": {
+            "hit_rate_rule": HIT_RATE_RULE,
+            "cases": cases,
+            "kv_layout": kv_layout_verdict(s, catalog, run),
+        },
         "explanation": explained,
         "assumptions": applicable(s, catalog.model_for(s), architecture, solved, catalog.gpus),
         "bom_header": header_facts(s, catalog, architecture),

@@ -140,6 +140,7 @@ def print_explanation(result: dict) -> None:
             ["group", "share", "batch/instance", "utilisation", "slot wait"],
             [_split_row(g) for g in roles["decode_split"]],
         )
+    _print_kv_layouts(result.get("kv_layout_sensitivity"))
     by_reason = defaultdict(list)
     for c in result["pruned_candidates"]:
         by_reason[c["reason"]].append(c["candidate"])
@@ -157,6 +158,18 @@ def print_explanation(result: dict) -> None:
             ],  # fmt: skip
             caption="`--format json` lists every pruned candidate",
         )
+
+
+def _print_kv_layouts(verdict: dict | None) -> None:
+    """How the architecture verdict moves across the decode KV layout (kv_verdict.py)."""
+    if not verdict:
+        return
+    from pdd_plan.report import kv_layout_view as view
+
+    table("Architecture verdict across the decode KV layout (a sensitivity: each solved again)",
+          view.headers(verdict), view.rows(verdict))  # fmt: skip
+    for line in view.sentences(verdict):
+        console.print(line, markup=False)
 
 
 def _split_row(g: dict) -> list[str]:

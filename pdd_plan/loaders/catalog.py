@@ -369,10 +369,10 @@ class Catalog:
         """The scenario's model, with what its `engine:` section says about the layout."""
         model_file = getattr(scenario, "model_file", "")
         spec = self.model_at(model_file) if model_file else self.model(scenario.model)
-        resident = scenario.engine.decode_kv_bytes_per_token
-        if resident is None:
+        layout = scenario.engine.kv_layout
+        if layout is None:
             return spec
-        return dataclasses.replace(spec, resident_kv_bytes_per_token=resident, _cache={})
+        return dataclasses.replace(spec, decode_kv_layout=layout, _cache={})
 
     def gpu(self, gpu_id: str) -> Gpu:
         if gpu_id not in self.gpus:

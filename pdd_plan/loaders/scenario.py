@@ -10,6 +10,12 @@ from pdd_plan.loaders.engine_profile import scenario_profile
 from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.scenario_cache import decode_cache_options
 from pdd_plan.loaders.scenario_demand import scenario_sla, scenario_workload
+from pdd_plan.loaders.scenario_kv import (
+    RETIRED_ENGINE_KEYS,
+    check_kv_layout,
+    kv_layout,
+    refuse_retired_kv_keys,
+)
 from pdd_plan.loaders.scenario_lists import offer, refuse_repeats, wan_links
 from pdd_plan.loaders.scenario_model import scenario_model
 from pdd_plan.loaders.scenario_routing import short_output_cutoff
@@ -232,8 +238,9 @@ def _engine(node: Node) -> sc.Engine:
         return sc.Engine()
     f = node.mapping(
         optional=(
-            "decode_kv_bytes_per_token",
-            "decode_kv_source",
+            "kv_uncompressed_tokens",
+            "kv_layout_source",
+            *RETIRED_ENGINE_KEYS,
             "profile",
             "handoff_fixed_ms",
             "handoff_fixed_source",
@@ -244,18 +251,13 @@ def _engine(node: Node) -> sc.Engine:
     )
     if f is None:
         return sc.Engine()
-    per_token = f["decode_kv_bytes_per_token"].number(
-        minimum=sc.MIN_KV_BYTES_PER_TOKEN, maximum=1e9
-    )
-    if per_token is not None and f["decode_kv_source"].is_missing:
-        f["decode_kv_source"].fail("a source for decode_kv_bytes_per_token")
+    refuse_retired_kv_keys(f)
     # the engine's fixed cost per RLD -> MD handoff (model/handoff.py), with its source
     fixed_ms = f["handoff_fixed_ms"].number(minimum=0, maximum=60_000)
     if fixed_ms is not None and f["handoff_fixed_source"].is_missing:
         f["handoff_fixed_source"].fail("a source for handoff_fixed_ms")
     return sc.Engine(
-        per_token,
-        f["decode_kv_source"].string(default=""),
+        kv_layout(f),
         handoff_fixed_s=None if fixed_ms is None else fixed_ms / 1e3,
         handoff_fixed_source=f["handoff_fixed_source"].string(default=""),
         reserve_max_output=bool(f["reserve_max_output"].boolean(default=False)),
@@ -352,6 +354,7 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
         model_file=model_file,
     )
     problems.raise_if_any()
-    if model and not model_file:
-        catalog.model(model)  # the model entry itself must load
+    if model:  # the model entry itself must load
+        spec = catalog.model_at(model_file) if model_file else catalog.model(model)
+        check_kv_layout(scenario, spec, path)
     return scenario

@@ -16,6 +16,7 @@ that factor; `KvTerm.heads` and `LinearAttention`'s state heads say what splits.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -38,6 +39,26 @@ class KvTerm:
     ratio: int = 1
     window_tokens: int | None = None
     heads: int = 1  # KV heads tensor parallelism can split the term over (one: a latent)
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """A decode engine's KV layout: the last `uncompressed_tokens` tokens of a request kept
+    uncompressed in every layer the architecture gives a window (None: the whole context),
+    beside the compressed entries the architecture stores for every token (which its
+    attention reads, so no engine drops them). The architecture's own window is the
+    smallest: it attends to those tokens. A layer without a window keeps every token."""
+
+    uncompressed_tokens: int | None
+    source: str = ""
+
+
+def with_uncompressed_window(attention, tokens: int | None):
+    """`attention` keeping its last `tokens` tokens uncompressed (None: all of them), where
+    the architecture gives it a window; unchanged where it has none (it keeps them all)."""
+    if getattr(attention, "window_tokens", None) is None:
+        return attention
+    return dataclasses.replace(attention, window_tokens=tokens)
 
 
 @dataclass(frozen=True)

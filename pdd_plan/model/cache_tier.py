@@ -103,11 +103,11 @@ def buy_options(options: CacheOptions) -> tuple[CacheBuy, ...]:
 
 
 def kv_bytes_per_token(scenario, model) -> float:
-    """Decode-side KV bytes a cached token takes: the engine's layout when the scenario
-    states it (engine.decode_kv_bytes_per_token), else the model's KV at the scenario's
-    dtype (host caches keep the engine's blocks as they are in HBM)."""
-    stated = scenario.engine.decode_kv_bytes_per_token
-    return float(stated) if stated else float(model.kv_bytes_per_token(scenario.kv_dtype))
+    """Decode-side KV bytes a cached token takes (long-context limit): the decode engine's
+    layout (`model` as `Catalog.model_for` gives it: engine.kv_uncompressed_tokens, else
+    the model's own), at the scenario's dtype (host caches keep the engine's blocks as they
+    are in HBM)."""
+    return float(model.decode_kv_bytes_per_token(scenario.kv_dtype))
 
 
 def capacity_tokens(buy: CacheBuy, bytes_per_token: float) -> float:

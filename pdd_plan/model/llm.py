@@ -19,11 +19,13 @@ import numpy as np
 from pdd_plan.model.attention import (
     AttendTerm,
     Attention,
+    KvLayout,
     KvTerm,
     LinearAttention,
     attended_entries,
     attended_entries_prefix_sum,
     tp_replication,
+    with_uncompressed_window,
 )
 from pdd_plan.model.ffn import Ffn, MoeFfn
 from pdd_plan.units import dtype_bytes
@@ -108,7 +110,8 @@ class ModelSpec:
     indexer_dtype: str | None = None
     shipped_kv_bytes_per_token: float | None = None
     shipped_kv_source: str | None = None
-    resident_kv_bytes_per_token: float | None = None  # engine layout in HBM (scenario engine:)
+    # the decode engine's layout (scenario engine.kv_uncompressed_tokens); None: the model's
+    decode_kv_layout: KvLayout | None = None
     notes: str = ""
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -227,13 +230,35 @@ class ModelSpec:
             return self.shipped_kv_bytes_per_token
         return self.kv_bytes_per_token(kv_dtype)
 
+    @_memo
+    def decode_kv_model(self) -> ModelSpec:
+        """This model as the decode engine stores its KV (`decode_kv_layout`): every
+        windowed layer keeps the layout's uncompressed tokens; itself without a layout.
+        For KV bytes only: what attention computes is the architecture's."""
+        layout = self.decode_kv_layout
+        if layout is None:
+            return self
+        kinds = {
+            name: with_uncompressed_window(att, layout.uncompressed_tokens)
+            for name, att in self.attention_types.items()
+        }
+        return dataclasses.replace(self, attention_types=kinds, decode_kv_layout=None, _cache={})
+
     def resident_kv_bytes(self, tokens, kv_dtype: str = "bf16", tp_degree: int = 1):
-        """HBM one request of `tokens` holds on a decoding instance: the engine's layout
-        (bytes per token x tokens, as the engine measured it on its instance) where the
-        scenario gives one, else `kv_bytes` over `tp_degree` tensor-parallel GPUs."""
-        if self.resident_kv_bytes_per_token is None:
-            return self.kv_bytes(tokens, kv_dtype, tp_degree)
-        return self.resident_kv_bytes_per_token * np.asarray(tokens, float)
+        """HBM one request of `tokens` holds on a decoding instance, in the decode engine's
+        layout over `tp_degree` tensor-parallel GPUs: what admission counts and what each
+        decode step reads (model/roofline_parts.py), one layout for both."""
+        return self.decode_kv_model().kv_bytes(tokens, kv_dtype, tp_degree)
+
+    def decode_kv_bytes_per_token(self, kv_dtype: str = "bf16") -> float:
+        """`kv_bytes_per_token` in the decode engine's layout (a decode-side cache's token)."""
+        return self.decode_kv_model().kv_bytes_per_token(kv_dtype)
+
+    def largest_window_tokens(self) -> int:
+        """The longest window any layer attends to (0: none): the fewest tokens a decode
+        layout may keep uncompressed."""
+        windows = [getattr(a, "window_tokens", None) for a in self.attention_types.values()]
+        return max((w for w in windows if w), default=0)
 
     def kv_breakdown(self, kv_dtype: str = "bf16") -> list[KvBreakdownRow]:
         """KV bytes by kind of layer term, for `model show`."""

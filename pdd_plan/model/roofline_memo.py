@@ -48,18 +48,21 @@ class MemoisedSteps:
             consts[key] = value = compute()
             return value
 
-    def _kv_bytes(self, tokens):
+    def _kv_bytes(self, tokens, held: bool = False):
         """KV bytes of one request of `tokens` (whole) tokens; memoised per count for a
-        float and for the elements of a small array (a step's classes recur)."""
+        float and for the elements of a small array (a step's classes recur). `held`: in
+        the decode engine's layout (what a decoding request holds and its step reads)."""
+        of = self._held_kv_bytes_of if held else self._kv_bytes_of
         if isinstance(tokens, float) and math.isfinite(tokens):
-            return self._kv_bytes_of(int(tokens))
+            return of(int(tokens))
         counts = np.asarray(tokens).astype(np.int64)
         if counts.size > KV_MEMO_MAX_ELEMENTS or not (counts >= 0).all():
             # refuses negative counts
-            return self.model.kv_bytes(counts, self.kv_dtype, self.kv_tp_degree())
+            model = self.model.decode_kv_model() if held else self.model
+            return model.kv_bytes(counts, self.kv_dtype, self.kv_tp_degree())
         if counts.ndim == 0:
-            return self._kv_bytes_of(int(counts))
-        return self._per_unique(self._kv_bytes_of, counts)
+            return of(int(counts))
+        return self._per_unique(of, counts)
 
     def _per_unique(self, fn, *arrays):
         """`per_unique` of one of this instance's per-count figures, a small array's
@@ -70,6 +73,12 @@ class MemoisedSteps:
         return self._const(
             ("kv_bytes", count),
             lambda: self.model.kv_bytes(count, self.kv_dtype, self.kv_tp_degree()),
+        )
+
+    def _held_kv_bytes_of(self, count: int) -> float:
+        return self._const(
+            ("held_kv_bytes", count),
+            lambda: self.model.resident_kv_bytes(count, self.kv_dtype, self.kv_tp_degree()),
         )
 
     def _step(self, batch, context, new, cached, prompts=1.0) -> dict:

@@ -183,8 +183,11 @@ class StepParts:
         return flops, (linear_s + attention_s) / self.gpus, *shares
 
     def _kv_moved_bytes(self, batch, context, new, cached, prompts) -> tuple:
-        """(running requests' KV read, chunks' cached KV read plus new KV written)."""
-        running = batch * self._kv_bytes(context)
+        """(running requests' KV read, chunks' cached KV read plus new KV written). A
+        running request reads the KV it holds, in the decode engine's layout (the one
+        admission counts); a chunk reads and writes the architecture's (what prefill
+        computes and ships)."""
+        running = batch * self._kv_bytes(context, held=True)
         chunk_kv = self._kv_bytes(cached + new)
         return running, where(new > 0, prompts * chunk_kv, 0.0)
 

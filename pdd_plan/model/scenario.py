@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pdd_plan.model.attention import KvLayout
 from pdd_plan.model.cache_tier import CacheOptions
 from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
 from pdd_plan.model.workload import Distribution
@@ -18,7 +19,6 @@ HANDOFF_MODES = ("catch_up", "one_shot", "auto")
 # that sizes a pool to infinity, a decode batch too large to count):
 MIN_ARRIVAL_RATE_PER_S = 1e-6  # one request in 11.6 days is not a serving workload
 MIN_UTILIZATION_CAP_FRAC = 0.05  # a pool planned to sit 95 % idle is not a sizing
-MIN_KV_BYTES_PER_TOKEN = 1.0  # no engine keeps a token of context in under a byte
 # And a ceiling: 64 lines of the largest tier carry 25.6 Tbit/s, far past any KV stream,
 # while the planner's walk over line mixes grows as lines^2 x tiers (10,000 lines ran for
 # minutes whatever --time-limit said).
@@ -146,9 +146,10 @@ MAX_PREFILL_TOKEN_BUDGET_PER_GPU = 10_000_000  # beyond any context window
 class Engine:
     """What the serving engine's own layout changes (None: computed from the model).
 
-    `decode_kv_bytes_per_token`: HBM a decoding instance holds per token of context. Engines
-    may keep far more than the architecture's compressed KV (paged or uncompressed layouts,
-    per-layer buffers); it sets how many requests fit beside the weights.
+    `kv_layout`: how the decode engine stores a request's KV (model/attention.py
+    `KvLayout`: its last tokens uncompressed, the rest as the architecture compresses it);
+    None: the model's own layout. One layout sets both the HBM a decoding request holds
+    (how many fit beside the weights) and the KV bytes each decode step reads.
     `profile`: the engine's fitted step-time parameters (model/engine_profile.py); the
     identity (the plain roofline) unless the scenario or --engine-profile names one.
     `reserve_max_output`: the engine reserves KV blocks for the workload's maximum output
@@ -157,8 +158,7 @@ class Engine:
     `max_num_batched_tokens`, SGLang `chunked_prefill_size`) per GPU of the instance.
     """
 
-    decode_kv_bytes_per_token: float | None = None
-    decode_kv_source: str = ""
+    kv_layout: KvLayout | None = None
     # per handoff, outside the decode step (model/handoff.py; None: the default derived
     # from the published recompute handoff)
     handoff_fixed_s: float | None = None

@@ -206,8 +206,9 @@ RULES: tuple[tuple[str, Callable[[Scope], bool]], ...] = (
     ("A choice among architectures is proven", Scope.chosen),
     # only a model file from `model import` was placed by these rules
     ("`model import` places MoE layers", lambda c: bool(c.s.model_file) and c.moe()),
-    ("A scenario's `engine.decode_kv_bytes_per_token`",
-     lambda c: c.s.engine.decode_kv_bytes_per_token is not None),
+    ("A scenario's `engine.kv_uncompressed_tokens`", lambda c: _keeps_more(c)),
+    ("Without `engine.kv_uncompressed_tokens`",
+     lambda c: c.m.largest_window_tokens() > 0 and not _keeps_more(c)),
 )  # fmt: skip
 
 # the optimiser's internals, none of which changes an answer: the README keeps them
@@ -234,6 +235,15 @@ def _rule(text: str) -> Callable[[Scope], bool] | None:
     if any(w in text for w in MOE_WORDS):
         return Scope.moe
     return None
+
+
+def _keeps_more(c: Scope) -> bool:
+    """The scenario's decode layout keeps more uncompressed than the model's window."""
+    layout = c.s.engine.kv_layout
+    if layout is None:
+        return False
+    kept = layout.uncompressed_tokens
+    return kept is None or kept > c.m.largest_window_tokens()
 
 
 def applicable(scenario, model, architecture: str, result: dict | None = None,

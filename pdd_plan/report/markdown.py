@@ -120,11 +120,7 @@ def _scenario(s: Scenario, data: dict) -> list[str]:
     rows = [
         ["model", f"{sm['model']}, KV cache {sm['kv_dtype']}"],
         ["KV bytes per token", f"{sm['kv_bytes_per_token']:,.0f} B (long-context limit)"],
-        *(
-            [["decode-side KV in HBM", f"{sm['decode_kv_bytes_per_token']:,.0f} B per token "
-                                       f"of context ({md_text(sm['decode_kv_source'])})"]]
-            if sm["decode_kv_bytes_per_token"] else []
-        ),
+        ["decode-side KV layout", md_text(sm["decode_kv_layout"])],
         ["demand", f"{rps(sm['arrival_rate_per_s'])} offered, burstiness (cv²) "
                    f"{num(sm['burstiness_cv2'])}"],
         ["input length", f"mean {tokens(sm['mean_input_tokens'])} tokens "

@@ -3,6 +3,7 @@ worth, pruned candidates), other hit rates and prices, and the assumptions."""
 
 from __future__ import annotations
 
+from pdd_plan.report import kv_layout_view
 from pdd_plan.report.assumptions import ASSUMPTIONS
 from pdd_plan.report.md_format import (
     composition,
@@ -168,7 +169,16 @@ def sensitivity_section(data: dict) -> list[str]:
          "cost vs this plan", "plan"],
         rows,
     )  # fmt: skip
-    return out
+    return out + _kv_layout_lines(sens.get("kv_layout"))
+
+
+def _kv_layout_lines(verdict: dict | None) -> list[str]:
+    """How the architecture verdict moves across the decode KV layout (kv_verdict.py)."""
+    if not verdict:
+        return []
+    out = ["", f"Decode KV layout: {verdict['rule']}", ""]
+    out += table(kv_layout_view.headers(verdict), kv_layout_view.rows(verdict))
+    return [*out, "", *(f"- {line}" for line in kv_layout_view.sentences(verdict))]
 
 
 def _plan_key(plan: dict | None):

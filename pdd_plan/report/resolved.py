@@ -138,9 +138,12 @@ def _decode_cache(p: sc.Policy) -> dict:
 
 
 def _engine(e: sc.Engine) -> dict:
-    out: dict = {"decode_kv_bytes_per_token": e.decode_kv_bytes_per_token}
-    if e.decode_kv_source:
-        out["decode_kv_source"] = e.decode_kv_source
+    out: dict = {}
+    if e.kv_layout is not None:  # absent: the model's own layout
+        tokens = e.kv_layout.uncompressed_tokens
+        out["kv_uncompressed_tokens"] = "all" if tokens is None else tokens
+        if e.kv_layout.source:
+            out["kv_layout_source"] = e.kv_layout.source
     out["handoff_fixed_ms"] = _round(e.handoff_fixed_s, 1e3)
     if e.handoff_fixed_source:
         out["handoff_fixed_source"] = e.handoff_fixed_source

@@ -122,6 +122,8 @@ def catalog_listing(catalog: Catalog) -> dict:
 
 
 def scenario_summary(s: Scenario, catalog: Catalog) -> dict:
+    from pdd_plan.plan.kv_layouts import kv_layout_text
+
     w = s.workload
     model = catalog.model_for(s)
     return {
@@ -130,8 +132,7 @@ def scenario_summary(s: Scenario, catalog: Catalog) -> dict:
         "model": s.model,
         "kv_dtype": s.kv_dtype,
         "kv_bytes_per_token": model.kv_bytes_per_token(s.kv_dtype),
-        "decode_kv_bytes_per_token": s.engine.decode_kv_bytes_per_token,
-        "decode_kv_source": s.engine.decode_kv_source,
+        "decode_kv_layout": kv_layout_text(s, model),
         "arrival_rate_per_s": w.arrival_rate_per_s,
         "burstiness_cv2": w.burstiness_cv2,
         "mean_input_tokens": w.input_tokens.mean(),

@@ -352,13 +352,13 @@ CLI_CASES = [
     Case("directory_as_file", a_directory, ("scenario.yaml: found a directory",)),
     Case(
         "engine_layout_without_source",
-        mutated(set_key("engine", {"decode_kv_bytes_per_token": 46490})),
-        (": engine.decode_kv_source: found nothing", "expected a source"),
+        mutated(set_key("engine", {"kv_uncompressed_tokens": "all"})),
+        (": engine.kv_layout_source: found nothing", "expected a source"),
     ),
     Case(
         "engine_layout_negative",
-        mutated(set_key("engine", {"decode_kv_bytes_per_token": -1, "decode_kv_source": "x"})),
-        (": engine.decode_kv_bytes_per_token: found -1;",),
+        mutated(set_key("engine", {"kv_uncompressed_tokens": -1, "kv_layout_source": "x"})),
+        (": engine.kv_uncompressed_tokens: found -1;",),
     ),
 ]
 

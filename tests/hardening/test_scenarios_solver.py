@@ -89,10 +89,10 @@ CASES = [
     (
         "engine_kv_1e-300",  # hung solve for minutes (a batch too large to count)
         lambda d: d.__setitem__(
-            "engine", {"decode_kv_bytes_per_token": 1e-300, "decode_kv_source": "test"}
+            "engine", {"kv_uncompressed_tokens": 1e-300, "kv_layout_source": "test"}
         ),
-        "engine.decode_kv_bytes_per_token",
-        (">= 1",),
+        "engine.kv_uncompressed_tokens",
+        ("from 1 to",),
     ),
     (
         "link_contradicts",
@@ -205,7 +205,7 @@ def test_the_floors_themselves_are_taken(tmp_path):
     def edit(d):
         d["workload"]["arrival_rate_per_s"] = sc.MIN_ARRIVAL_RATE_PER_S
         d["policy"]["utilization_cap_frac"] = sc.MIN_UTILIZATION_CAP_FRAC
-        d["engine"] = {"decode_kv_bytes_per_token": 1, "decode_kv_source": "test"}
+        d["engine"] = {"kv_uncompressed_tokens": 128, "kv_layout_source": "test"}  # its window
         d["datacenters"][0]["gpus"][0]["gpus_per_instance"] = [8, 16, 24]
         d["wan"]["links"] = [{"between": ["dc_a", "dc_b"], "rtt_ms": 5}]
         d["wan"]["max_lines"] = 64

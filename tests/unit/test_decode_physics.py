@@ -39,6 +39,20 @@ def paper(catalog):
     return load_scenario(resolve_scenario_path("pdd-paper"), catalog)
 
 
+# the paper scenario at the top of its decode KV range (the whole context uncompressed,
+# 2.4 GB a request): decode holds few requests, so slots bind before the TPOT cap
+OWN_LAYOUT, ALL_UNCOMPRESSED = "kv_uncompressed_tokens: 128", "kv_uncompressed_tokens: all"
+
+
+@pytest.fixture(scope="module")
+def paper_hbm_bound(catalog, tmp_path_factory):
+    text = resolve_scenario_path("pdd-paper").read_text()
+    assert OWN_LAYOUT in text
+    path = tmp_path_factory.mktemp("paper") / "paper.yaml"
+    path.write_text(text.replace(OWN_LAYOUT, ALL_UNCOMPRESSED))
+    return load_scenario(path, catalog)
+
+
 def _setup(catalog, scenario, arch, resolution=RESOLUTION, **policy):
     plan = load_plan(scenarios_dir() / "plans" / f"pdd-paper-{arch}.yaml", scenario, catalog)
     if policy:
@@ -153,13 +167,13 @@ def test_relay_occupancy_is_littles_law_and_overflow_is_zero_below_capacity(cata
     assert rl.overflow_frac < 1e-9
 
 
-def test_relay_overflows_when_offered_more_than_its_slots(catalog, paper):
+def test_relay_overflows_when_offered_more_than_its_slots(catalog, paper_hbm_bound):
     """A WAN transfer of 400 s: relayed requests hold RLD for their whole output. Offered
     a = rate x E[hold] erlangs to c slots, a loss system turns away at least 1 - c/a of
     them, and the pool never carries more than its slots."""
     from pdd_plan.model.decode_side import decode_side
 
-    setup = _setup(catalog, paper, "pdd")
+    setup = _setup(catalog, paper_hbm_bound, "pdd")
     c = setup.classes
     side = decode_side(setup, 20.0, np.full(len(c), 400.0), 0.1)
     rl = side.relay
@@ -209,7 +223,7 @@ def test_colocated_largest_gap_is_a_prefill_pause(catalog, paper):
 
 
 def _paper_with_engine_keys(tmp_path, extra: str):
-    text = resolve_scenario_path("pdd-paper").read_text()
+    text = resolve_scenario_path("pdd-paper").read_text().replace(OWN_LAYOUT, ALL_UNCOMPRESSED)
     anchor = "engine:\n"
     assert anchor in text
     path = tmp_path / "paper.yaml"
@@ -229,7 +243,7 @@ def test_scenario_sets_the_handoff_cost_and_the_reservation(catalog, tmp_path):
     assert s.engine.handoff_fixed_s == pytest.approx(0.1)
     assert s.engine.reserve_max_output is True
     mine = _setup(catalog, s, "pdd")
-    base = _setup(catalog, load_scenario(resolve_scenario_path("pdd-paper"), catalog), "pdd")
+    base = _setup(catalog, load_scenario(_paper_with_engine_keys(tmp_path, ""), catalog), "pdd")
     assert snapshot(mine, 20.0).handoff_s["engine_fixed_s"] == pytest.approx(0.1)
     zero = np.zeros(len(mine.classes))
     assert decode_side(mine, 20.0, zero, 0.1).md_slots < decode_side(base, 20.0, zero, 0.1).md_slots

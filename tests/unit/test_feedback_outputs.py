@@ -100,8 +100,8 @@ costs:
   amortization_years: 5
   charge_whole_nodes: true
 engine:
-  decode_kv_bytes_per_token: 46490
-  decode_kv_source: a benchmark of ours
+  kv_uncompressed_tokens: all
+  kv_layout_source: a benchmark of ours
   handoff_fixed_ms: 235.6
   handoff_fixed_source: a measurement of ours
   reserve_max_output: true
