@@ -179,7 +179,17 @@ RULES: tuple[tuple[str, Callable[[Scope], bool]], ...] = (
     ("Default prefill budget", lambda c: c.batched_prefill()
      and c.s.engine.prefill_token_budget_per_gpu == PREFILL_TOKEN_BUDGET_PER_GPU),
     ("Colocated serving prefills", lambda c: c.a == "colocated"),
-    ("Communication is added to compute", lambda c: c.profile().comm_overlap_frac == 0),
+    ("Communication is added to compute", lambda c: c.profile().comm_overlap_frac == 0
+     and c.profile().alltoall_overlap_frac == 0),
+    # the engine profile's mechanisms (issue #23): only where the profile uses them
+    ("The KV reads' efficiency", lambda c: c.profile().kv_read_efficiency_frac != 1.0),
+    ("A GPU with no fitted profile in a profile set", lambda c: bool(c.profile().members)),
+    ("MTP: a verify", lambda c: c.profile().mtp_draft_tokens > 0),
+    ("Cache-tier read-back",
+     lambda c: c.crosses() and c.s.policy.decode_cache is not None),
+    ("Two-batch overlap", lambda c: c.profile().alltoall_overlap_frac > 0),
+    ("`calibrate observed`'s standard errors", lambda c: bool(c.profile().held_out_ratio)),
+    ("`solve --confidence`", lambda c: bool((c.result or {}).get("confidence"))),
     ("The planner uses vLLM's default capture size",
      lambda c: c.profile().eager_mode_step_s > 0),
     ("Fitting DP runs", _dp_fit),

@@ -26,7 +26,10 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
         "parameters within 2 % of the published 1.6T/49B",
     ),
     (
-        "MTP layers are excluded from parameters, weights and KV",
+        (
+            "MTP layers are excluded from parameters, weights and KV (MTP decoding is the engine "
+            "profile's `mtp`, off by default)"
+        ),
         "weights low by about 1-2 % where engines load MTP for speculative decoding",
     ),
     (
@@ -131,7 +134,10 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
         ),
     ),
     (
-        "Communication is added to compute, not overlapped (no micro-batch overlap)",
+        (
+            "Communication is added to compute, not overlapped, unless the engine profile states "
+            "`comm_overlap_frac` or `alltoall_overlap_frac` (two-batch overlap)"
+        ),
         "step times high by up to the communication share",
     ),
     (
@@ -503,9 +509,83 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "A scenario's `engine.decode_kv_bytes_per_token` sets the HBM a decoding request holds,"
-            " not the bytes a decode step reads (the architecture's sparse reads stay)"
+            "A scenario's `engine.kv_uncompressed_tokens` sets both the HBM a decoding request "
+            "holds and the KV bytes each decode step reads (every held byte is read); attention "
+            "FLOPs and prefill's KV stay the architecture's"
         ),
-        "TPOT optimistic if the engine reads its larger layout each step",
+        "TPOT pessimistic for an engine that holds uncompressed tokens its kernels skip",
+    ),
+    (
+        (
+            "Without `engine.kv_uncompressed_tokens` (or with the model's window) a decode engine "
+            "keeps the model's own KV layout: its window uncompressed (DeepSeek-V4: the last 128 "
+            "tokens), every token's compressed entries, nothing else"
+        ),
+        (
+            "HBM per request and TPOT optimistic for an engine that keeps more (BF16 rope "
+            "dimensions: about +1.4 % for DeepSeek-V4; whole-block paging); the report's KV-layout "
+            "sensitivity shows the range"
+        ),
+    ),
+    (
+        (
+            "The KV reads' efficiency (`kv_read_efficiency_frac`) is one figure per engine, "
+            "whatever the TP degree and block layout"
+        ),
+        (
+            "step times off where paged attention's efficiency changes with heads per GPU beyond "
+            "what the fit saw"
+        ),
+    ),
+    (
+        (
+            "A GPU with no fitted profile in a profile set runs the nearest datasheet's profile: "
+            "efficiencies carried by ratios, seconds terms (per-kernel and host floors) as fitted"
+        ),
+        (
+            "optimistic on slower hosts, pessimistic on faster ones; the further the datasheet, the"
+            " larger"
+        ),
+    ),
+    (
+        (
+            "MTP: a verify of k+1 tokens plus k one-layer draft passes per step, L tokens emitted; "
+            "a mixed step is credited one token per request"
+        ),
+        (
+            "pessimistic for mixed steps; slightly optimistic by the draft module's LM head, which "
+            "is not counted"
+        ),
+    ),
+    (
+        (
+            "Cache-tier read-back: DRAM 50 GB/s and SSD 7 GB/s per GPU (PCIe Gen5 x16 copy; one "
+            "Gen4 NVMe drive per GPU), unless the catalog states one"
+        ),
+        (
+            "optimistic for scattered SSD reads and for DRAM shared by several GPUs; not yet "
+            "charged in the MD handoff"
+        ),
+    ),
+    (
+        "Two-batch overlap (`alltoall_overlap_frac`) hides at most the step's GPU time",
+        "optimistic if the second micro-batch's compute is shorter than the modelled step",
+    ),
+    (
+        (
+            "`calibrate observed`'s standard errors are linearised at the optimum, with a 5 % noise"
+            " floor on the figures"
+        ),
+        (
+            "with as many figures as parameters the error shown is that floor, not a measurement; "
+            "the held-out error is the honest figure"
+        ),
+    ),
+    (
+        (
+            "`solve --confidence`: the margin is the P quantile of the profile's held-out observed "
+            "/ predicted ratios, never below 1; a metric with no held-out figure gets none"
+        ),
+        "with few points the margin above their range is the largest ratio seen",
     ),
 )
