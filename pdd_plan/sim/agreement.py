@@ -23,6 +23,7 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model import evaluate as ev
+from pdd_plan.model.attention import KvLayout
 from pdd_plan.model.decode_admission import support_max
 from pdd_plan.model.deployment import Deployment
 from pdd_plan.model.scenario import Scenario, ShortOutputCutoff
@@ -55,6 +56,10 @@ class Case:
     narrow: bool = False
     lines: int | None = None
     cv2: float | None = None
+    # the decode engine keeps every token uncompressed (2.38 GB a 64K request on
+    # `pdd-paper`, against 0.30 GB at the model's own layout): decode binds IDC-PD and the
+    # narrow mix's relay fills, the regimes these cases exist to check (issue #23)
+    kv_all: bool = False
 
 
 SUITE = (
@@ -63,8 +68,8 @@ SUITE = (
     Case("paper pdd 0.9", "pdd-paper", "scenarios/plans/pdd-paper-pdd.yaml", 0.9),
     Case("paper pdd one-shot 0.6", "pdd-paper", "scenarios/plans/pdd-paper-pdd.yaml", 0.6,
          handoff="one_shot"),
-    Case("paper pdd narrow 0.6", "pdd-paper", "scenarios/plans/pdd-paper-pdd.yaml", 0.6,
-         narrow=True),
+    Case("paper pdd narrow kv-all 0.6", "pdd-paper", "scenarios/plans/pdd-paper-pdd.yaml",
+         0.6, narrow=True, kv_all=True),
     Case("paper pdd cut-off 0.6", "pdd-paper", "scenarios/plans/pdd-paper-pdd.yaml", 0.6,
          cutoff=True),
     Case("paper pdd 1 line 0.6", "pdd-paper", "scenarios/plans/pdd-paper-pdd.yaml", 0.6,
@@ -74,18 +79,22 @@ SUITE = (
     Case("paper pdd 3 P 0.7", "pdd-paper", "benchmarks/agreement/paper-pdd-3p.yaml", 0.7),
     Case("paper pdd 3 P 0.9", "pdd-paper", "benchmarks/agreement/paper-pdd-3p.yaml", 0.9),
     Case("paper cdc_pd 0.6", "pdd-paper", "scenarios/plans/pdd-paper-cdc_pd.yaml", 0.6),
-    Case("paper idc_pd 0.6", "pdd-paper", "scenarios/plans/pdd-paper-idc_pd.yaml", 0.6),
+    Case("paper idc_pd kv-all 0.6", "pdd-paper", "scenarios/plans/pdd-paper-idc_pd.yaml", 0.6,
+         kv_all=True),
     Case("paper colocated 0.5", "pdd-paper", "benchmarks/agreement/paper-colocated.yaml", 0.5),
     Case("default pdd 0.5", "default", "benchmarks/agreement/default-pdd.yaml", 0.5),
     Case("default pdd one-shot 0.8", "default", "benchmarks/agreement/default-pdd.yaml", 0.8,
          handoff="one_shot"),
     # decode near its capacity: HBM-bound decode (the engine layout's 46 KB per token)
-    Case("paper idc_pd 0.9", "pdd-paper", "scenarios/plans/pdd-paper-idc_pd.yaml", 0.9),
-    Case("paper idc_pd 0.95", "pdd-paper", "scenarios/plans/pdd-paper-idc_pd.yaml", 0.95),
-    Case("paper idc_pd 0.99", "pdd-paper", "scenarios/plans/pdd-paper-idc_pd.yaml", 0.99),
+    Case("paper idc_pd kv-all 0.9", "pdd-paper", "scenarios/plans/pdd-paper-idc_pd.yaml", 0.9,
+         kv_all=True),
+    Case("paper idc_pd kv-all 0.95", "pdd-paper", "scenarios/plans/pdd-paper-idc_pd.yaml", 0.95,
+         kv_all=True),
+    Case("paper idc_pd kv-all 0.99", "pdd-paper", "scenarios/plans/pdd-paper-idc_pd.yaml", 0.99,
+         kv_all=True),
     # the narrow mix relays every request: RLD fills and overflows to P -> MD
-    Case("paper pdd narrow overflow 0.9", "pdd-paper", "scenarios/plans/pdd-paper-pdd.yaml",
-         0.9, narrow=True),
+    Case("paper pdd narrow overflow kv-all 0.9", "pdd-paper",
+         "scenarios/plans/pdd-paper-pdd.yaml", 0.9, narrow=True, kv_all=True),
     Case("paper colocated 0.9", "pdd-paper", "benchmarks/agreement/paper-colocated.yaml", 0.9),
     # variable context lengths (lognormal prompts 512-131,072 tokens) near capacity
     Case("default pdd 0.9", "default", "benchmarks/agreement/default-pdd.yaml", 0.9),
@@ -109,8 +118,11 @@ def _override(s: Scenario, d: Deployment, case: Case) -> tuple[Scenario, Deploym
     lines = d.lines
     if case.lines is not None:
         lines = tuple(dataclasses.replace(line, count=case.lines) for line in d.lines)
+    engine = s.engine
+    if case.kv_all:
+        engine = dataclasses.replace(engine, kv_layout=KvLayout(None, "agreement: decode-bound"))
     return (
-        dataclasses.replace(s, workload=w, policy=policy),
+        dataclasses.replace(s, workload=w, policy=policy, engine=engine),
         dataclasses.replace(d, policy=routing, lines=lines),
     )
 

@@ -22,14 +22,20 @@ METRICS = ("ttft_p50", "ttft_p90", "ttft_p99", "tpot_p90")
 # case at large N): IDC-PD's TPOT and colocated's TTFT at this N: the run (~30 s) is as long
 # as one request's decode, so the decode batches are still building up.
 KNOWN_MISSES = {
-    ("paper idc_pd 0.6", "tpot_p90"),
+    ("paper idc_pd kv-all 0.6", "tpot_p90"),
+    # with every decode token uncompressed IDC-PD's decode batches are large and fill for
+    # longer than this run: at 40,000 requests TPOT P90 0.0371 s closed, 0.0370 simulated
+    # (0.9; 0.030 here)
+    ("paper idc_pd kv-all 0.9", "tpot_p90"),
+    ("paper idc_pd kv-all 0.95", "tpot_p90"),
+    ("paper idc_pd kv-all 0.99", "tpot_p90"),
     ("paper colocated 0.5", "ttft_p90"),
     ("paper colocated 0.5", "ttft_p50"),
     # near decode capacity the slot queue builds over several longest holds (about 180 s
     # each); 2,500 requests last under a minute, so decode never fills at this N
-    ("paper idc_pd 0.99", "ttft_p50"),
-    ("paper idc_pd 0.99", "ttft_p90"),
-    ("paper idc_pd 0.99", "ttft_p99"),
+    ("paper idc_pd kv-all 0.99", "ttft_p50"),
+    ("paper idc_pd kv-all 0.99", "ttft_p90"),
+    ("paper idc_pd kv-all 0.99", "ttft_p99"),
     ("paper colocated 0.9", "tpot_p90"),
     # each colocated instance's own slot queue builds over minutes, in episodes: at
     # 100,000 requests the simulated P99 is 1.9-7.2 s by seed against the closed form's
@@ -46,8 +52,8 @@ KNOWN_MISSES = {
     # slots) waits 2.6 % of requests 0.48 s on average, the simulator's hardly any, and the
     # batched prefill's P90 is 17 % long here: +42 % / +24 % on TTFT P90 / P99 at 60,000
     # requests (README, the agreement's misses)
-    ("paper idc_pd 0.95", "ttft_p90"),
-    ("paper idc_pd 0.95", "ttft_p99"),
+    ("paper idc_pd kv-all 0.95", "ttft_p90"),
+    ("paper idc_pd kv-all 0.95", "ttft_p99"),
 }
 
 
