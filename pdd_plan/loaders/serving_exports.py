@@ -87,10 +87,11 @@ def genai_throughputs(f: sr._Fields) -> tuple[tuple[str, float], ...]:
             continue
         if not isinstance(stats, dict):
             f._fail(key, stats, "a mapping with avg (per second)")
-        value = sr._Fields(f.name, key, stats).number("avg")
+        g = sr._Fields(f.name, key, stats)
+        value = g.number("avg")
         if value is not None:
             if not 0 < value < math.inf:
-                f._fail(f"{key}.avg", value, "a throughput > 0 per second")
+                g._fail("avg", value, "a throughput > 0 per second")
             out += ((name, value),)
     return out
 
