@@ -20,7 +20,9 @@ Four formats, told apart by their content:
   genai-perf's, in loaders/serving_exports.py).
 - A plain CSV, one run per row: `model`, `gpu`, `tp`, `ep`, `dp` (optional, else the
   command line), `input_tokens`, `output_tokens`, `concurrency` or `request_rate`,
-  optional `requests`, and any of `ttft_{mean,p50,p90,p99}_ms`, `tpot_{...}_ms`.
+  optional `requests`, and any of `ttft_{mean,p50,p90,p99}_ms`, `tpot_{...}_ms` (and, read
+  by `validate` only, `itl_{...}_ms`, `request_throughput_per_s`,
+  `output_throughput_tokens_per_s`).
 
 Lengths are the measured means (total tokens / completed requests) where the file has
 them. A run without concurrency and with an infinite rate sent every request at once:
@@ -235,10 +237,12 @@ def _csv_runs(name: str, text: str, resolve) -> list[ServingRun]:
         keys = {f"{m}_{s}": f"{m}_{s}_ms" for m in METRICS for s in STATS}
         cells = {k: row[k] for k in ("model", "gpu", "tp", "ep", "dp") if row.get(k)}
         config = resolve(name, f"line {line}", cells)
+        measured = _measured(f, keys)
+        reported = _optional_ms(f, {f"itl_{s}": f"itl_{s}_ms" for s in STATS})
+        reported += _throughputs(f, "request_throughput_per_s", "output_throughput_tokens_per_s")
+        at = f"line {line}"
         runs.append(
-            ServingRun(
-                f"line {line}", config, isl, osl, requests, concurrency, rate, _measured(f, keys)
-            )
+            ServingRun(at, config, isl, osl, requests, concurrency, rate, measured, reported)
         )
     if not runs:
         raise InputError.single(name, "", "a header and no rows", "a CSV with one run per row")

@@ -175,3 +175,14 @@ def test_bad_input_is_one_error_naming_file_key_value_expected(tmp_path, name, d
     assert name in text and "\n" not in text.strip(), text
     for fragment in fragments:
         assert fragment in text, (fragment, text)
+
+
+def test_csv_reads_itl_and_throughput_columns(tmp_path):
+    text = (
+        "model,gpu,tp,input_tokens,output_tokens,concurrency,ttft_mean_ms,itl_p90_ms,"
+        "output_throughput_tokens_per_s\nqwen3_32b,h200_sxm,1,5000,500,5,546.7,21.83,218.48\n"
+    )
+    (run,) = _read(tmp_path, "points.csv", text).runs
+    got = _figures(run)
+    assert got["itl_p90"] == pytest.approx(0.02183)
+    assert got["output_throughput_tokens_per_s"] == pytest.approx(218.48)
