@@ -45,6 +45,9 @@ LATENCIES = ("ttft", "tpot", "itl")
 STATS = ("mean", "p50", "p90", "p99")
 THROUGHPUTS = ("request_throughput_per_s", "output_throughput_tokens_per_s")
 FIGURES = tuple(f"{m}_{s}" for m in LATENCIES for s in STATS) + THROUGHPUTS
+# the most requests one run is replayed with (`estimate --requests`' cap: a few seconds);
+# a longer run's percentiles are those of its first 100,000 requests
+MAX_REPLAY_REQUESTS = 100_000
 
 DEFINITIONS = {
     "ttft": "time to first token: from sending a request to its first output token",
@@ -91,6 +94,7 @@ class RunCheck:
     tool: str
     run: ServingRun
     figures: tuple[Figure, ...]
+    replayed_requests: int  # the run's, at most MAX_REPLAY_REQUESTS
 
 
 def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -143,8 +147,10 @@ def _instance(run: ServingRun, catalog: Catalog, options: dict) -> Instance:
 
 def check_run(run: ServingRun, file: str, tool: str, catalog: Catalog, options) -> RunCheck:
     inst = _instance(run, catalog, options)
+    requests = min(run.requests, MAX_REPLAY_REQUESTS)
+    concurrency = min(run.concurrency, requests) if run.concurrency else None
     load = Load(
-        run.isl_tokens, run.osl_tokens, run.requests, run.concurrency, run.rate_per_s,
+        run.isl_tokens, run.osl_tokens, requests, concurrency, run.rate_per_s,
         max_batched_tokens=options.get("max_batched_tokens") or MAX_BATCHED_TOKENS,
     )  # fmt: skip
     if running_cap(inst, load) < 1:
@@ -161,7 +167,7 @@ def check_run(run: ServingRun, file: str, tool: str, catalog: Catalog, options) 
         for name in FIGURES
         if name in measured and predicted.get(name) is not None
     )
-    return RunCheck(f"{file}: {run.label}", tool, run, figures)
+    return RunCheck(f"{file}: {run.label}", tool, run, figures, requests)
 
 
 def validate(paths, options: dict, catalog: Catalog | None = None) -> list[RunCheck]:

@@ -49,6 +49,7 @@ def validate_data(checks, profile) -> dict:
                 "isl": c.run.isl_tokens,
                 "osl": c.run.osl_tokens,
                 "requests": c.run.requests,
+                "replayed_requests": c.replayed_requests,
                 "concurrency": c.run.concurrency,
                 "rate_per_s": c.run.rate_per_s,
                 "figures": [
@@ -99,9 +100,12 @@ def _print(d: dict) -> None:
 
 
 def _load_text(run: dict) -> str:
+    requests = f"{run['requests']:,} requests"
+    if run["replayed_requests"] < run["requests"]:
+        requests += f" (the first {run['replayed_requests']:,} replayed)"
     if run["concurrency"]:
-        return f"{run['concurrency']:,} clients (closed loop), {run['requests']:,} requests"
-    return f"{run['rate_per_s']:,g} req/s Poisson, {run['requests']:,} requests"
+        return f"{run['concurrency']:,} clients (closed loop), {requests}"
+    return f"{run['rate_per_s']:,g} req/s Poisson, {requests}"
 
 
 def validate(

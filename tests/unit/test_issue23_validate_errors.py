@@ -101,3 +101,14 @@ def test_itl_counts_each_gap_once(load):
     got = model_figures(INST, load)
     assert got["itl_mean"] == pytest.approx(got["tpot_mean"], rel=1e-9)
     assert got["itl_p99"] >= got["tpot_p99"]
+
+
+def test_a_run_of_a_million_requests_is_replayed_with_its_first_100000(tmp_path):
+    doc = _vllm(100, 1.0, 1.0, 1.0) | {"num_prompts": 1_000_000, "completed": 1_000_000,
+                                       "max_concurrency": None, "request_rate": 50.0,
+                                       "total_input_tokens": 100 * 1_000_000,
+                                       "total_output_tokens": 2 * 1_000_000}  # fmt: skip
+    (tmp_path / "long.json").write_text(json.dumps(doc))
+    (check,) = validate([tmp_path / "long.json"], OPTIONS, CAT)
+    assert (check.run.requests, check.replayed_requests) == (1_000_000, 100_000)
+    assert check.figures  # replayed, compared
