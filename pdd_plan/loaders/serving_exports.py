@@ -124,7 +124,7 @@ def aiperf_run(f, resolve) -> sr.ServingRun:
     if not measured:
         f._fail("time_to_first_token", "nothing", "TTFT or inter-token latency statistics")
     reported = genai_stats(f, (("itl", "inter_chunk_latency"),)) + genai_throughputs(f)
-    endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
+    endpoint = _mapping(sr._Fields(f.name, where, config), "endpoint")
     names = endpoint.get("model_names")
     model = names[0] if isinstance(names, list) and names else None
     resolved = resolve(f.name, f"{where}.endpoint", {"model": model})
@@ -160,12 +160,12 @@ def guidellm_runs(f, resolve) -> list[sr.ServingRun]:
     benchmarks = f.data.get("benchmarks")
     if not isinstance(benchmarks, list) or not benchmarks:
         f._fail("benchmarks", benchmarks, "a list of GuideLLM benchmarks")
-    return [
-        _guidellm_run(
-            sr._Fields(f.name, f"benchmarks[{i}]", b if isinstance(b, dict) else {}), b, resolve
-        )
-        for i, b in enumerate(benchmarks)
-    ]
+    runs = []
+    for i, benchmark in enumerate(benchmarks):
+        if not isinstance(benchmark, dict):
+            f._fail(f"benchmarks[{i}]", benchmark, "a GuideLLM benchmark object")
+        runs.append(_guidellm_run(sr._Fields(f.name, f"benchmarks[{i}]", benchmark), resolve))
+    return runs
 
 
 def _successful(f, metrics: dict, key: str) -> dict:
@@ -178,9 +178,7 @@ def _successful(f, metrics: dict, key: str) -> dict:
     return block.get("successful", {})
 
 
-def _guidellm_run(f, raw, resolve) -> sr.ServingRun:
-    if not isinstance(raw, dict):
-        f._fail("", raw, "a GuideLLM benchmark object")
+def _guidellm_run(f, resolve) -> sr.ServingRun:
     metrics = _mapping(f, "metrics")
     requests = _guidellm_requests(f, metrics)
     concurrency, rate = _guidellm_load(f, requests)

@@ -162,6 +162,9 @@ def test_guidellm_benchmarks_are_runs_and_its_itl_is_a_tpot(tmp_path):
         ("g2.json", {"benchmarks": [_guidellm_benchmark({"type_": "concurrent"})]},
          ("streams", "nothing", "a number")),
         ("g3.json", {"benchmarks": []}, ("benchmarks", "[]", "a list of GuideLLM")),
+        ("g5.json", {"benchmarks": [5]}, ("json: benchmarks[0]: found 5", "benchmark object")),
+        ("a3.json", AIPERF | {"input_config": {"endpoint": [1]}},
+         ("input_config, endpoint", "[1]", "a mapping")),
         ("g4.json", {"benchmarks": [_guidellm_benchmark({"type_": "synchronous"})
                                     | {"metrics": {"prompt_token_count": 3}}]},
          ("metrics.prompt_token_count", "3", "successful")),
