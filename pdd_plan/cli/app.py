@@ -82,6 +82,11 @@ COMMANDS = {
         "report",
         "Write the sizing report as a self-contained HTML file with its plots.",
     ),
+    "validate": Lazy(
+        _CLI + "validate_cmd",
+        "validate",
+        "Replay measured serving benchmarks and print the model's error on each figure.",
+    ),
     "catalog": Lazy(
         _CLI + "catalog_cmd", "app", "GPUs and WAN line tiers of the hardware catalog."
     ),

@@ -16,9 +16,13 @@ Four formats, told apart by their content:
   `output_sequence_length` ({avg}) and `input_config` (`model`, `concurrency` or
   `request_rate`, `request_count`, `synthetic_input_tokens_mean`, `output_tokens_mean`;
   100 requests when no count is given).
+- aiperf's `profile_export_aiperf.json` and GuideLLM's report JSON (read, with
+  genai-perf's, in loaders/serving_exports.py).
 - A plain CSV, one run per row: `model`, `gpu`, `tp`, `ep`, `dp` (optional, else the
   command line), `input_tokens`, `output_tokens`, `concurrency` or `request_rate`,
-  optional `requests`, and any of `ttft_{mean,p50,p90,p99}_ms`, `tpot_{...}_ms`.
+  optional `requests`, and any of `ttft_{mean,p50,p90,p99}_ms`, `tpot_{...}_ms` (and, read
+  by `validate` only, `itl_{...}_ms`, `request_throughput_per_s`,
+  `output_throughput_tokens_per_s`).
 
 Lengths are the measured means (total tokens / completed requests) where the file has
 them. A run without concurrency and with an infinite rate sent every request at once:
@@ -40,7 +44,10 @@ from pdd_plan.errors import InputError
 from pdd_plan.loaders.input_files import read_input_bytes, shown_path, utf8_text
 from pdd_plan.loaders.step_measurements import Config, ConfigResolver, csv_records
 
-WHAT = "a serving-benchmark result (vLLM JSON, SGLang JSONL, genai-perf JSON or CSV)"
+WHAT = (
+    "a serving-benchmark result (vLLM JSON, SGLang JSONL, genai-perf, aiperf or GuideLLM "
+    "JSON, or CSV)"
+)
 STATS = ("mean", "p50", "p90", "p99")
 METRICS = ("ttft", "tpot")
 MAX_RUN_REQUESTS = 100_000
@@ -59,6 +66,9 @@ class ServingRun:
     concurrency: int | None
     rate_per_s: float | None
     measured_s: tuple[tuple[str, float], ...]  # (("ttft_p50", 0.12), ...)
+    # figures `calibrate serving` does not fit but `validate` compares: ITL over all
+    # token gaps ("itl_p50", s) and throughput ("request_throughput_per_s", ...)
+    reported: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +156,33 @@ def _measured(f: _Fields, keys: dict) -> tuple[tuple[str, float], ...]:
     return tuple(out)
 
 
+def _optional_ms(f: _Fields, keys: dict, scale_s: float = 1e-3, data=None) -> tuple:
+    """(name, seconds) of the figures present; a figure that is there must be > 0."""
+    out = []
+    for name, key in keys.items():
+        value = f.number(key, data=data)
+        if value is not None:
+            if value <= 0:
+                f._fail(key, value, "a time > 0")
+            out.append((name, value * scale_s))
+    return tuple(out)
+
+
+def _throughputs(f: _Fields, request_key: str, output_key: str, data=None) -> tuple:
+    """The run's request and output-token throughput, where the file states them."""
+    out = []
+    for name, key in (
+        ("request_throughput_per_s", request_key),
+        ("output_throughput_tokens_per_s", output_key),
+    ):
+        value = f.number(key, data=data)
+        if value is not None:
+            if not 0 < value < math.inf:
+                f._fail(key, value, "a throughput > 0 per second")
+            out.append((name, value))
+    return tuple(out)
+
+
 def _sent_and_completed(f: _Fields) -> int:
     """The requests a vLLM / SGLang run completed (else sent); every count and the
     duration it states are checked, used or not: a broken figure is a broken file."""
@@ -177,50 +214,10 @@ def _bench_serve_run(f: _Fields, resolve, at: str) -> ServingRun:
     cells = {k: d[k] for k in ("gpu", "tp", "ep", "dp", "kv_cache_dtype") if k in d}
     cells["model"] = d.get("model") or d.get("model_id")
     config = resolve(f.name, at, cells)
-    return ServingRun(at, config, isl, osl, requests, concurrency, rate, _measured(f, keys))
-
-
-def _genai_perf_run(f: _Fields, resolve) -> ServingRun:
-    d = f.data
-    config = d.get("input_config") if isinstance(d.get("input_config"), dict) else {}
-    c = _Fields(f.name, "input_config", config)
-    count = d.get("request_count") if isinstance(d.get("request_count"), dict) else {}
-    counts = (c.count("request_count"), f.count("avg", data=count), c.count("num_prompts"))
-    requests = next((n for n in counts if n), DEFAULT_REQUESTS)  # each checked, used or not
-    concurrency, rate = _loop(c, c.count("concurrency"), c.number("request_rate"), requests)
-    isl_osl = []
-    for key, fallback in (
-        ("input_sequence_length", "synthetic_input_tokens_mean"),
-        ("output_sequence_length", "output_tokens_mean"),
-    ):
-        stats = d.get(key) if isinstance(d.get(key), dict) else {}
-        value = _Fields(f.name, key, stats).number("avg") or c.number(fallback)
-        if value is None:
-            f._fail(key, "nothing", f"the run's mean length ({key}.avg or input_config)")
-        isl_osl.append(max(int(round(value)), 1))
-    measured = []
-    for metric, key in (("ttft", "time_to_first_token"), ("tpot", "inter_token_latency")):
-        stats = d.get(key)
-        if stats is None:
-            continue
-        if not isinstance(stats, dict):
-            f._fail(key, stats, "a mapping of statistics (avg, p50, p90, p99, unit)")
-        scale = {"ms": 1e-3, "us": 1e-6, "ns": 1e-9, "s": 1.0}.get(stats.get("unit", "ms"))
-        if scale is None:
-            f._fail(f"{key}.unit", stats.get("unit"), "ms, us, ns or s")
-        g = _Fields(f.name, key, stats)
-        for s, k in (("mean", "avg"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99")):
-            value = g.number(k)
-            if value is not None and value > 0:
-                measured.append((f"{metric}_{s}", value * scale))
-    if not measured:
-        f._fail("time_to_first_token", "nothing", "TTFT or inter-token latency statistics")
-    model = config.get("model")
-    model = model[0] if isinstance(model, list) and model else model
-    cells = {k: config[k] for k in ("gpu", "tp", "ep", "dp") if k in config}
-    resolved = resolve(f.name, "input_config", {"model": model, **cells})
-    isl, osl = isl_osl
-    return ServingRun("run 1", resolved, isl, osl, requests, concurrency, rate, tuple(measured))
+    measured = _measured(f, keys)
+    reported = _optional_ms(f, {f"itl_{s}": f"{names[s]}_itl_ms" for s in STATS})
+    reported += _throughputs(f, "request_throughput", "output_throughput")
+    return ServingRun(at, config, isl, osl, requests, concurrency, rate, measured, reported)
 
 
 def _csv_runs(name: str, text: str, resolve) -> list[ServingRun]:
@@ -240,10 +237,12 @@ def _csv_runs(name: str, text: str, resolve) -> list[ServingRun]:
         keys = {f"{m}_{s}": f"{m}_{s}_ms" for m in METRICS for s in STATS}
         cells = {k: row[k] for k in ("model", "gpu", "tp", "ep", "dp") if row.get(k)}
         config = resolve(name, f"line {line}", cells)
+        measured = _measured(f, keys)
+        reported = _optional_ms(f, {f"itl_{s}": f"itl_{s}_ms" for s in STATS})
+        reported += _throughputs(f, "request_throughput_per_s", "output_throughput_tokens_per_s")
+        at = f"line {line}"
         runs.append(
-            ServingRun(
-                f"line {line}", config, isl, osl, requests, concurrency, rate, _measured(f, keys)
-            )
+            ServingRun(at, config, isl, osl, requests, concurrency, rate, measured, reported)
         )
     if not runs:
         raise InputError.single(name, "", "a header and no rows", "a CSV with one run per row")
@@ -270,8 +269,12 @@ def _json_objects(name: str, text: str) -> list[tuple[int, object]]:
 def _kind(name: str, obj, where: str) -> str:
     if not isinstance(obj, dict):
         raise InputError.single(name, where, type(obj).__name__, "a JSON object of one run")
+    if isinstance(obj.get("benchmarks"), list):
+        return "guidellm"
     if "time_to_first_token" in obj or "inter_token_latency" in obj:
-        return "genai-perf"
+        config = obj.get("input_config")  # aiperf nests it: endpoint, loadgen, input
+        aiperf = isinstance(config, dict) and ("loadgen" in config or "endpoint" in config)
+        return "aiperf" if aiperf else "genai-perf"
     if any(k.endswith(("_ttft_ms", "_tpot_ms")) for k in obj):
         return (
             "sglang"
@@ -279,7 +282,10 @@ def _kind(name: str, obj, where: str) -> str:
             else ("vllm")
         )
     raise InputError.single(
-        name, where, "no TTFT or TPOT keys", "a vLLM, SGLang or genai-perf result object"
+        name,
+        where,
+        "no TTFT or TPOT keys",
+        "a vLLM, SGLang, genai-perf, aiperf or GuideLLM result object",
     )
 
 
@@ -310,6 +316,8 @@ def _resolver(catalog, options: dict):
 def read_serving_file(path: Path | str, options: dict, catalog) -> ServingFile:
     """Every run of one file (`options`: the command line's model, gpu, tp, ep, dp,
     kv_dtype, used where the file does not say)."""
+    from pdd_plan.loaders import serving_exports as more  # it imports this module
+
     name = shown_path(path)
     text, sha = _read_text(path)
     resolve = _resolver(catalog, options)
@@ -323,8 +331,12 @@ def read_serving_file(path: Path | str, options: dict, catalog) -> ServingFile:
         kind = _kind(name, obj, where or "top level")
         kinds.add(kind)
         f = _Fields(name, where, obj)
-        if kind == "genai-perf":
-            runs.append(_genai_perf_run(f, resolve))
+        if kind == "guidellm":
+            runs.extend(more.guidellm_runs(f, resolve))
+        elif kind == "aiperf":
+            runs.append(more.aiperf_run(f, resolve))
+        elif kind == "genai-perf":
+            runs.append(more.genai_perf_run(f, resolve))
         else:
             runs.append(_bench_serve_run(f, resolve, where or "run 1"))
     return ServingFile(name, sha, "+".join(sorted(kinds)), tuple(runs))

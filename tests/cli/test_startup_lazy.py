@@ -26,6 +26,7 @@ EXPECTED = [
     "simulate",
     "sweep",
     "report",
+    "validate",
     "version",
     "catalog",
     "model",
