@@ -190,6 +190,10 @@ RULES: tuple[tuple[str, Callable[[Scope], bool]], ...] = (
     ("Two-batch overlap", lambda c: c.profile().alltoall_overlap_frac > 0),
     ("`calibrate observed`'s standard errors", lambda c: bool(c.profile().held_out_ratio)),
     ("`solve --confidence`", lambda c: bool((c.result or {}).get("confidence"))),
+    # how `validate` and the accuracy table replay measured runs: about no plan
+    ("Published points with no stated KV cache dtype", lambda c: False),
+    ("The accuracy table replays", lambda c: False),
+    ("`validate` replays", lambda c: False),
     ("The planner uses vLLM's default capture size",
      lambda c: c.profile().eager_mode_step_s > 0),
     ("Fitting DP runs", _dp_fit),

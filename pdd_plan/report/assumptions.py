@@ -588,4 +588,35 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
         ),
         "with few points the margin above their range is the largest ratio seen",
     ),
+    (
+        (
+            "Published points with no stated KV cache dtype are replayed with bf16 and with FP8 "
+            "(`benchmarks/accuracy.py`)"
+        ),
+        (
+            "bf16 understates the requests that fit: on saturated points it overstates TTFT (NIM "
+            "concurrency 50: +474 % against +89 % with FP8) and understates throughput"
+        ),
+    ),
+    (
+        (
+            "The accuracy table replays TensorRT-LLM max-throughput runs with vLLM's scheduler "
+            "limits (8,192 tokens per iteration, at most 256 running) and 1,000 requests"
+        ),
+        (
+            "where the engine batched more, the model's throughput is low (Qwen3-235B 1000/1000: "
+            "-47 to -63 %)"
+        ),
+    ),
+    (
+        "`validate` replays GuideLLM constant-rate runs as Poisson arrivals",
+        "Poisson bursts queue more: TTFT percentiles biased high at high load",
+    ),
+    (
+        "`validate` replays a benchmark of more than 100,000 requests with its first 100,000",
+        (
+            "a long run's steady-state tail is under-sampled; percentiles are unbiased once the run"
+            " is past warm-up"
+        ),
+    ),
 )
