@@ -217,7 +217,8 @@ class PrefillMix:
         else:  # a compound Poisson sum: variance q E[c²] per chunk
             shape, scale = mean * mean / second, second / mean
             compute = gammaincinv(shape, _COMPOSITION_PROBS) * scale  # the gamma law's points
-            if not compute.mean() > 0:  # a shape so small that only the top point is mass
+            if not (np.all(np.isfinite(compute)) and compute.mean() > 1e-6 * mean):
+                # a shape so small that the points miss the mass: one lump at the top
                 compute = np.zeros(COMPOSITION_POINTS)
                 compute[-1] = mean
             compute *= mean / compute.mean()  # the points keep the mean exactly
