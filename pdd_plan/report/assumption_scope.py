@@ -193,7 +193,8 @@ RULES: tuple[tuple[str, Callable[[Scope], bool]], ...] = (
     # how `validate` and the accuracy table replay measured runs: about no plan
     ("Published points with no stated KV cache dtype", lambda c: False),
     ("The accuracy table replays", lambda c: False),
-    ("`validate` replays", lambda c: False),
+    ("`validate` replays GuideLLM", lambda c: False),
+    ("`validate` replays a benchmark", lambda c: False),
     ("The planner uses vLLM's default capture size",
      lambda c: c.profile().eager_mode_step_s > 0),
     ("Fitting DP runs", _dp_fit),

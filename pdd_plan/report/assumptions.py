@@ -590,8 +590,8 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "Published points with no stated KV cache dtype are replayed with bf16 and with FP8 "
-            "(`benchmarks/accuracy.py`)"
+            "Published points with no stated KV cache dtype are replayed with bf16 and with FP8 in "
+            "the accuracy table"
         ),
         (
             "bf16 understates the requests that fit: on saturated points it overstates TTFT (NIM "
