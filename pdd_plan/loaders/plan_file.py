@@ -95,8 +95,9 @@ def _decode_cache(node: Node, catalog: Catalog) -> CacheBuy | None:
     tier = f["tier"].reference(catalog.cache_tiers, "cache tier")
     if tier is None:
         return None
-    return CacheBuy(tier, tb, catalog.cache_tiers[tier].price_usd_per_tb_month if price is None
-                    else price)  # fmt: skip
+    known = catalog.cache_tiers[tier]
+    return CacheBuy(tier, tb, known.price_usd_per_tb_month if price is None else price,
+                    known.read_bytes_per_s())  # fmt: skip
 
 
 # what a solve or evaluate result (`--format json`, `--out DIR`'s plan.json) holds beside

@@ -39,7 +39,8 @@ def decode_cache_options(node: Node, fixed: Node, catalog) -> CacheOptions | Non
     sizes = _sizes(f["tb_total"])
     if None in tiers or sizes is None:
         return None
-    return CacheOptions(tiers, sizes, tuple(known[t].price_usd_per_tb_month for t in tiers))
+    return CacheOptions(tiers, sizes, tuple(known[t].price_usd_per_tb_month for t in tiers),
+                        tuple(known[t].read_bytes_per_s() for t in tiers))  # fmt: skip
 
 
 def _sizes(node: Node) -> tuple[float, ...] | None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from pdd_plan.units import HOURS_PER_MONTH, TERA
 
 MEDIA = ("dram", "ssd")
@@ -71,6 +73,8 @@ class CacheOptions:
     tb_total: tuple[float, ...]  # ascending, distinct
     # each tier's price per TB-month, from the catalog when the scenario was read
     price_usd_per_tb_month: tuple[float, ...] = ()
+    # each tier's read-back bandwidth into one GPU's HBM (CacheTier.read_bytes_per_s)
+    read_bytes_per_s_per_gpu: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class CacheBuy:
     tier: str
     tb: float
     price_usd_per_tb_month: float = 0.0
+    # read-back into one GPU's HBM (issue #23: DRAM and SSD are not alike); None where the
+    # buy is only priced (the BOM), never evaluated
+    read_bytes_per_s_per_gpu: float | None = None
 
     @property
     def usd_per_hour(self) -> float:
@@ -93,9 +100,12 @@ class CacheBuy:
 def buy_options(options: CacheOptions) -> tuple[CacheBuy, ...]:
     """Every (tier, size) a scenario allows, 0 TB once (no tier), cheapest first."""
     out = [CacheBuy(NO_TIER, 0.0)] if 0.0 in options.tb_total else []
+    reads = options.read_bytes_per_s_per_gpu or (None,) * len(options.tiers)
     out += [
-        CacheBuy(t, tb, price)
-        for t, price in zip(options.tiers, options.price_usd_per_tb_month, strict=True)
+        CacheBuy(t, tb, price, read)
+        for t, price, read in zip(
+            options.tiers, options.price_usd_per_tb_month, reads, strict=True
+        )  # fmt: skip
         for tb in options.tb_total
         if tb > 0
     ]
@@ -132,3 +142,13 @@ def deployment_capacity_tokens(scenario, deployment, model) -> float | None:
     if buy is None:
         return scenario.policy.decode_cache_capacity_tokens
     return capacity_tokens(buy, kv_bytes_per_token(scenario, model))
+
+
+def read_back_s(buy: CacheBuy | None, cached_tokens, bytes_per_token: float, gpus: int):
+    """Seconds for a main-decode instance of `gpus` GPUs to read each request's cached
+    prefix (`cached_tokens`) from the tier back into HBM, each GPU its share over its own
+    link; 0 without a tier (the prefix stays in HBM) or a known bandwidth."""
+    tokens = np.asarray(cached_tokens, dtype=float)
+    if buy is None or buy.tb <= 0 or not buy.read_bytes_per_s_per_gpu:
+        return np.zeros_like(tokens)
+    return tokens * bytes_per_token / (max(gpus, 1) * buy.read_bytes_per_s_per_gpu)

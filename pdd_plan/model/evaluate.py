@@ -15,6 +15,7 @@ import numpy as np
 
 from pdd_plan.errors import SaturatedError
 from pdd_plan.model import routing as rt
+from pdd_plan.model import tier_read_back
 from pdd_plan.model.decode_admission import merge_waits
 from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.latency_mixture import (
@@ -50,6 +51,7 @@ from pdd_plan.model.setup import (  # noqa: F401  (re-exported: the evaluate API
     deployment_cost_usd_per_hour,
     prepare,
 )
+from pdd_plan.model.tier_read_back import md_ready_after_prefill_s
 from pdd_plan.model.tpot import TpotRows, weighted_quantiles_dict
 from pdd_plan.model.tpot_rows import tpot_rows
 
@@ -126,7 +128,8 @@ def _wan(setup: Setup, rate: float, service: np.ndarray, extra_hold_s=None):
     )
     transfer = np.zeros(len(c))
     transfer[crossing] = result.transfer_s
-    return result, transfer
+    read = tier_read_back.read_back_s(setup, c.input_tokens, routes.md_hit_rate)
+    return result, np.where(crossing, md_ready_after_prefill_s(transfer, read, service), 0.0)
 
 
 def _wan_and_decode(setup: Setup, rate: float, service: np.ndarray, p_util: float, share=1.0):

@@ -49,8 +49,10 @@ def next_option(options: CacheOptions, chosen: CacheBuy) -> CacheOptions | None:
     if pick is None:
         return None
     if pick.tb == 0:
-        return CacheOptions(options.tiers[:1], (0.0,), options.price_usd_per_tb_month[:1])
-    return CacheOptions((pick.tier,), (pick.tb,), (pick.price_usd_per_tb_month,))
+        return CacheOptions(options.tiers[:1], (0.0,), options.price_usd_per_tb_month[:1],
+                            options.read_bytes_per_s_per_gpu[:1])  # fmt: skip
+    return CacheOptions((pick.tier,), (pick.tb,), (pick.price_usd_per_tb_month,),
+                        (pick.read_bytes_per_s_per_gpu,))  # fmt: skip
 
 
 def cache_response(scenario, result, solve_again, gpus, lines) -> dict | None:

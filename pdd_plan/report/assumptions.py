@@ -559,12 +559,14 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "Cache-tier read-back: DRAM 50 GB/s and SSD 7 GB/s per GPU (PCIe Gen5 x16 copy; one "
-            "Gen4 NVMe drive per GPU), unless the catalog states one"
+            "Cache-tier read-back: a resident prefix is read from the tier into the main-decode "
+            "instance's HBM at DRAM 50 GB/s or SSD 7 GB/s per GPU (PCIe Gen5 x16 copy; one Gen4 "
+            "NVMe drive per GPU) unless the catalog states one, from prefill start, beside the "
+            "prefill and the transfer (MD holds the KV at the later end)"
         ),
         (
-            "optimistic for scattered SSD reads and for DRAM shared by several GPUs; not yet "
-            "charged in the MD handoff"
+            "optimistic for scattered SSD reads and for DRAM shared by several GPUs; the read does "
+            "not slow MD's running decode steps"
         ),
     ),
     (

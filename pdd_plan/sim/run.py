@@ -11,12 +11,14 @@ engine, its pools, the events fed to it, the token times read back) is sim/decod
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from pdd_plan.model import decode_cache as dc
 from pdd_plan.model import routing as rt
+from pdd_plan.model import tier_read_back
 from pdd_plan.model.network import BITS_PER_BYTE
 from pdd_plan.model.prefill_batch import batching_applies, budget_tokens
 from pdd_plan.model.rdma import rdma_transfer_s
@@ -180,6 +182,12 @@ def _upstream(setup: Setup, req: Requests, rate: float, extra_hold_s=None, seed:
         ready = prefill.start_s
         not_before = prefill.end_s + last_layer_bits / link.flow_cap_bits_per_s
     wan = simulate_wan(setup.link, ready, bits, not_before, extra_hold_s)
+    # MD holds the KV once the transfer is done and its cached prefix is read back from
+    # the tier (from prefill start: model/tier_read_back.py)
+    read = tier_read_back.read_back_s(setup, req.input_tokens, routes.md_hit_rate)
+    if read.any():
+        done = np.where(payload > 0, np.maximum(wan.done_s, prefill.start_s + read), wan.done_s)
+        wan = dataclasses.replace(wan, done_s=done)
     return path, prefill, service, rdma_done, payload, wan
 
 
