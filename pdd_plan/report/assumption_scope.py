@@ -175,7 +175,7 @@ RULES: tuple[tuple[str, Callable[[Scope], bool]], ...] = (
      lambda c: c.crosses() and c.s.wan.stream_during_prefill),
     ("Striping:", lambda c: c.crosses() and c.s.wan.stripes_per_transfer > 1),
     ("Batched prefill:", Scope.batched_prefill),
-    ("The operating batch counts every arrival", Scope.batched_prefill),
+    ("The operating batch:", Scope.batched_prefill),
     ("Default prefill budget", lambda c: c.batched_prefill()
      and c.s.engine.prefill_token_budget_per_gpu == PREFILL_TOKEN_BUDGET_PER_GPU),
     ("Colocated serving prefills", lambda c: c.a == "colocated"),

@@ -101,15 +101,15 @@ ASSUMPTIONS: tuple[tuple[str, str], ...] = (
     ),
     (
         (
-            "The operating batch counts every arrival during an instance's step as collected by it,"
-            " plus one chunk per empty take; a batched step's parts add per chunk (no interference "
-            "between the chunks of one batch)"
+            "The operating batch: an arrival waits only when all c instances are busy, with Erlang "
+            "C's chance at the busy share; a step's time is its mean over its compositions (one "
+            "chunk drawn from the mix, the rest a gamma compound sum of chunks' compute)"
         ),
         (
-            "with many instances at low load an idle instance takes most arrivals at once: the "
-            "all-busy chance is high (10 instances at 24-30 %: 0.07-0.12 against 0.009 simulated), "
-            "TTFT P90/P99 pessimistic by 13-15 % (IDC-PD); the mean step 10-15 % high near "
-            "full-step capacity; step time optimistic by what attention over mixed lengths loses"
+            "at 90 % of full-step load with strong feedback (3 DeepSeek-V4 EP32 instances) the busy"
+            " share comes out 0.942 against 0.965 simulated and TTFT 15 % low; where steps vary "
+            "more than the composition's law (Kimi-K2, 2-5 instances) TTFT P90/P99 24-53 % low at "
+            "80-95 % load"
         ),
     ),
     (
