@@ -18,8 +18,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from pdd_plan.units import HOURS_PER_MONTH, TERA
 
 MEDIA = ("dram", "ssd")
@@ -148,6 +146,8 @@ def read_back_s(buy: CacheBuy | None, cached_tokens, bytes_per_token: float, gpu
     """Seconds for a main-decode instance of `gpus` GPUs to read each request's cached
     prefix (`cached_tokens`) from the tier back into HBM, each GPU its share over its own
     link; 0 without a tier (the prefix stays in HBM) or a known bandwidth."""
+    import numpy as np  # here: `catalog list` reads the tiers and starts without numpy
+
     tokens = np.asarray(cached_tokens, dtype=float)
     if buy is None or buy.tb <= 0 or not buy.read_bytes_per_s_per_gpu:
         return np.zeros_like(tokens)
