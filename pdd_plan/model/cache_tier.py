@@ -60,7 +60,7 @@ class CacheTier:
     def read_back_s(self, tokens, bytes_per_token: float, gpus: int = 1):
         """Seconds to read `tokens` tokens of cached KV back into the HBM of `gpus` GPUs,
         each reading its share over its own link (vectorised over tokens)."""
-        return tokens * bytes_per_token / (max(gpus, 1) * self.read_bytes_per_s())
+        return _read_seconds(tokens, bytes_per_token, gpus, self.read_bytes_per_s())
 
 
 @dataclass(frozen=True)
@@ -151,4 +151,9 @@ def read_back_s(buy: CacheBuy | None, cached_tokens, bytes_per_token: float, gpu
     tokens = np.asarray(cached_tokens, dtype=float)
     if buy is None or buy.tb <= 0 or not buy.read_bytes_per_s_per_gpu:
         return np.zeros_like(tokens)
-    return tokens * bytes_per_token / (max(gpus, 1) * buy.read_bytes_per_s_per_gpu)
+    return _read_seconds(tokens, bytes_per_token, gpus, buy.read_bytes_per_s_per_gpu)
+
+
+def _read_seconds(tokens, bytes_per_token: float, gpus: int, bytes_per_s_per_gpu: float):
+    """The tokens' KV bytes over `gpus` links of `bytes_per_s_per_gpu` each."""
+    return tokens * bytes_per_token / (max(gpus, 1) * bytes_per_s_per_gpu)

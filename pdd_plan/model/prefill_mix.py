@@ -204,17 +204,16 @@ class PrefillMix:
         return self.remember("step", b, lambda: self._composed_step_s(b))
 
     def _composed_step_s(self, b: float) -> float:
-        first = self._first_chunks
-        rest = max(b - self.mean_chunk_tokens, 0.0)
         if b < self.mean_chunk_tokens * (1.0 - 1e-9):  # less than a chunk: the mean mix
             return self.mean_mix_step_s(b)
+        rest = max(b - self.mean_chunk_tokens, 0.0)
         q = rest / self.mean_tokens
         mean = q * self.mean_compute_s
-        mean_c, var_c = self._chunk_compute_moments
-        second = q * self.mean_chunks * (var_c + mean_c**2)  # its variance
+        # a compound Poisson sum of q N chunks: variance q N E[c²]
+        second = q * self.mean_chunks * self._chunk_compute_second_moment
         if mean <= 0 or second <= _MIN_COMPOSITION_CV2 * mean * mean:
             compute = np.full(1, mean)
-        else:  # a compound Poisson sum: variance q E[c²] per chunk
+        else:
             shape, scale = mean * mean / second, second / mean
             compute = gammaincinv(shape, _COMPOSITION_PROBS) * scale  # the gamma law's points
             if not (np.all(np.isfinite(compute)) and compute.mean() > 1e-6 * mean):
@@ -222,7 +221,7 @@ class PrefillMix:
                 compute = np.zeros(COMPOSITION_POINTS)
                 compute[-1] = mean
             compute *= mean / compute.mean()  # the points keep the mean exactly
-        new, c_s, kv, weight = first
+        new, c_s, kv, weight = self._first_chunks
         steps = step_s(
             self.inst,
             (c_s[:, None] + compute[None, :]).ravel(),
@@ -246,14 +245,10 @@ class PrefillMix:
                 self.row_kv_bytes[pick][keep], share)  # fmt: skip
 
     @cached_property
-    def _chunk_compute_moments(self) -> tuple[float, float]:
-        """(E[c], Var(c)) of one chunk's compute, over chunks (a class's weight per chunk)."""
+    def _chunk_compute_second_moment(self) -> float:
+        """E[c²] of one chunk's compute, over chunks (a class's weight on each chunk)."""
         w = self.weight[self.row_class]
-        if w.sum() <= 0:
-            return 0.0, 0.0
-        w = w / w.sum()
-        mean = float(w @ self.row_compute_s)
-        return mean, float(w @ (self.row_compute_s - mean) ** 2)
+        return float(w @ self.row_compute_s**2 / w.sum()) if w.sum() > 0 else 0.0
 
     def full_step_cost_s(self) -> float:
         """s_full: a mean request's share of a full step, S(B) N̄ / B."""
