@@ -19,7 +19,8 @@ import numpy as np
 from pdd_plan import calibration_checks as checks
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.loaders.serving_results import ServingFile, ServingRun, read_serving_file
+from pdd_plan.loaders.serving_files import read_serving_file
+from pdd_plan.loaders.serving_results import ServingFile, ServingRun
 from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
 from pdd_plan.model.roofline import Instance
 from pdd_plan.model.step_fit import layout

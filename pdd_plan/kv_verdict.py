@@ -2,7 +2,7 @@
 
 Each case of `plan.kv_layouts.kv_layout_cases` (the model's own layout ... the whole context
 uncompressed) is solved for every architecture of the scenario by the sensitivity cases'
-own `report_cases.case_entry`, side by side in forked processes (fork_pool.py), and ranked
+own `case_entry.case_entry`, side by side in forked processes (fork_pool.py), and ranked
 as `solve` ranks architectures (choose.py): the verdict at each end of the range and
 between which layouts it changes, if it does.
 """
@@ -32,7 +32,7 @@ class _ArchCase:
     time_limit_s: float
 
     def __call__(self, item) -> dict:
-        from pdd_plan.report_cases import case_entry
+        from pdd_plan.case_entry import case_entry
 
         (case, change, variant), arch = item
         entry = case_entry(case, change, variant, arch, self.catalog, self.resolution,

@@ -2,7 +2,7 @@
 
 Besides the Markdown report's own solves (the plan, the other architectures, the price and
 hit-rate cases, explain), the HTML report solves:
-- the scenario at each mean hit rate of `hit_means` (moved by `api.HIT_RATE_RULE`): the
+- the scenario at each mean hit rate of `hit_means` (moved by `solve_service.HIT_RATE_RULE`): the
   bathtub plot and the plan composition along the hit rate;
 - the scenario with each price alone at x0.8 and x1.2 (every GPU offer of every
   datacenter, every line tier when the architecture leases lines): the tornado chart;
@@ -86,10 +86,10 @@ def extra_points(s: Scenario, catalog: Catalog, architecture: str, hit_means) ->
 
 
 def _solve_base(s: Scenario, architecture: str, catalog: Catalog, resolution, time_limit_s):
-    from pdd_plan import api
+    from pdd_plan import solve_service
     from pdd_plan.infeasible import answer
 
-    result, files = api.solve_loaded(s, architecture, catalog, resolution, time_limit_s)
+    result, files = solve_service.solve_loaded(s, architecture, catalog, resolution, time_limit_s)
     if result["status"] == "infeasible":  # the limit and by how much, as `solve` says it
         why = answer(s, architecture, result, (), catalog, resolution, time_limit_s)["reason"]
         raise InfeasibleError(f"{visible(s.name)}: nothing to report: {why}")
@@ -99,10 +99,10 @@ def _solve_base(s: Scenario, architecture: str, catalog: Catalog, resolution, ti
 def _choose(s: Scenario, catalog: Catalog, resolution, time_limit_s, progress):
     """`solve`'s choice of architecture, every architecture's result by name, and the
     chosen plan's own solve (explain starts from it)."""
-    from pdd_plan import api
+    from pdd_plan import solve_service
     from pdd_plan.infeasible import answer
 
-    result, files = api.solve_choosing(s, catalog, resolution, time_limit_s, progress)
+    result, files = solve_service.solve_choosing(s, catalog, resolution, time_limit_s, progress)
     if result["status"] == "infeasible":  # the limit and by how much, as `solve` says it
         each = files.solved_each
         why = answer(s, None, result, each, catalog, resolution, time_limit_s)["reason"]
@@ -163,7 +163,7 @@ class _Run:
 
 
 def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Report:
-    from pdd_plan import api, fork_pool
+    from pdd_plan import fork_pool, solve_service
 
     stage = _stages(say, progress)
     s, catalog, pool = run.s, run.catalog, run.pool
@@ -200,7 +200,7 @@ def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Repo
         _prefetch_neighbours(evaluator, chosen)
     result = chosen
     stage("solving the Markdown report's cases (architectures, prices, explain)")
-    s, rdata = api.sizing_report_data(run.path, architecture, catalog, run.resolution,
+    s, rdata = solve_service.sizing_report_data(run.path, architecture, catalog, run.resolution,
                                       run.time_limit_s, solved=result, known=known,
                                       progress=progress, solved_run=solved_run, pool=pool,
                                       given_cases=given)  # fmt: skip

@@ -15,48 +15,32 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
-from pdd_plan.errors import InfeasibleError
+from pdd_plan.case_entry import CaseSolve, case_entry  # noqa: F401  (the report's API)
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.model.scenario import Scenario
+from pdd_plan.model.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan.variants import sensitivity_cases
 
-
-def case_entry(
-    case: str, change: str, variant: Scenario, architecture: str, catalog: Catalog,
-    resolution, time_limit_s: float,
-) -> dict:  # fmt: skip
-    """One sensitivity case solved: its status, plan and metrics (the reason where none)."""
-    from pdd_plan import api
-
-    entry = {"case": case, "change": change}
-    try:
-        result, _ = api.solve_loaded(
-            variant, architecture, catalog, resolution, time_limit_s, lean=True
-        )  # an entry keeps status, plan and metrics
-    except InfeasibleError as exc:
-        return {**entry, "status": "infeasible", "plan": None, "metrics": None,
-                "reason": str(exc)}  # fmt: skip
-    entry.update(status=result["status"], plan=result["plan"], metrics=result["metrics"])
-    if result["status"] == "infeasible":
-        entry["reason"] = api.no_plan_reason(result)
-    return entry
-
-
-@dataclass(frozen=True)
-class CaseSolve:
-    """`case_entry` of one (case, change, variant), as fork_pool.py's children call it."""
-
-    architecture: str
-    catalog: Catalog
-    resolution: tuple[int, int, int]
-    time_limit_s: float
-
-    def __call__(self, case: tuple[str, str, Scenario]) -> dict:
-        return case_entry(*case, self.architecture, self.catalog, self.resolution,
-                          self.time_limit_s)  # fmt: skip
-
-
 EXPLAIN = "explain"  # the task that explains the plan, beside the cases
+
+
+def explanation(
+    s: Scenario,
+    architecture: str,
+    catalog: Catalog,
+    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
+    time_limit_s: float = 30.0,
+    solved=None,
+) -> dict | None:
+    """`pdd_plan.plan.explain.explain` for the report's explain section (which limits of
+    the MILP bind and what relaxing each is worth, each by a re-solve); `solved`: the
+    plan's own solve (SolveFiles.run), not made again."""
+    from pdd_plan.plan.explain import explain
+
+    return explain(
+        s, catalog.model_for(s), catalog.gpus, catalog.lines, architecture, resolution,
+        time_limit_s, solved,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -73,8 +57,6 @@ class ReportTask:
     def __call__(self, item) -> dict | None:
         run = (self.resolution, self.time_limit_s)
         if item == EXPLAIN:
-            from pdd_plan.report_data import explanation
-
             return explanation(self.s, self.architecture, self.catalog, *run,
                                solved=self.solved_run)  # fmt: skip
         return case_entry(*item, self.architecture, self.catalog, *run)
@@ -84,7 +66,7 @@ def cases_and_explanation(s: Scenario, architecture: str, catalog: Catalog, run,
                           progress=None) -> tuple[list[dict], dict | None]:  # fmt: skip
     """The sensitivity cases and the explanation, side by side in processes forked from
     this one (fork_pool.py; in turn where it cannot fork); explain first, the longest."""
-    from pdd_plan import api, fork_pool
+    from pdd_plan import fork_pool, solve_service
 
     cases = sensitivity_cases(s, catalog)
     finished = [0]
@@ -93,14 +75,14 @@ def cases_and_explanation(s: Scenario, architecture: str, catalog: Catalog, run,
         if not progress:
             return
         if index == 0:
-            progress(api.EXPLAIN_STAGE, 1, 1)
+            progress(solve_service.EXPLAIN_STAGE, 1, 1)
         else:
             finished[0] += 1
-            progress(api.CASES_STAGE, finished[0], len(cases))
+            progress(solve_service.CASES_STAGE, finished[0], len(cases))
 
     if progress:
-        progress(api.CASES_STAGE, 0, len(cases))
-        progress(api.EXPLAIN_STAGE, 0, 1)
+        progress(solve_service.CASES_STAGE, 0, len(cases))
+        progress(solve_service.EXPLAIN_STAGE, 0, 1)
     task = ReportTask(s, architecture, catalog, *run, solved_run)
     explained, *entries = fork_pool.each(task, [EXPLAIN, *cases], None, done)
     return entries, explained
@@ -143,11 +125,11 @@ def submit_arch(pool: Executor, s: Scenario, arch: str, resolution, time_limit_s
 
 
 def _arch_in_worker(s: Scenario, arch: str, resolution, time_limit_s: float) -> dict | None:
-    from pdd_plan import api
+    from pdd_plan import solve_service
     from pdd_plan.sweep import worker_catalog
 
     try:
-        result, _ = api.ArchSolve(s, worker_catalog(), resolution, time_limit_s)(arch)
+        result, _ = solve_service.ArchSolve(s, worker_catalog(), resolution, time_limit_s)(arch)
     except Exception:  # as above
         return None
     return result
@@ -191,15 +173,15 @@ class Pending:
         return out
 
     def known(self) -> dict[str, dict]:
-        """Each other architecture's result (`api.solve_each`'s entry), by name."""
-        from pdd_plan import api
+        """Each other architecture's result (`solve_service.solve_each`'s entry), by name."""
+        from pdd_plan import solve_service
 
         out = {}
         for arch, future in self.archs:
             result = _answer(future)
             if result is None:
                 run = (self.s, self.catalog, self.resolution, self.time_limit_s)
-                result, _ = api.ArchSolve(*run)(arch)
+                result, _ = solve_service.ArchSolve(*run)(arch)
             out[arch] = result
         return out
 

@@ -22,10 +22,16 @@ from pdd_plan.report.assumption_scope import applicable
 from pdd_plan.report.bom import header_facts
 from pdd_plan.report.bom_items import bill
 from pdd_plan.report.views import scenario_summary
+from pdd_plan.report_cases import (  # noqa: F401  (explanation: the API's name)
+    CaseSolve,
+    Pending,
+    cases_and_explanation,
+    explanation,
+)
 from pdd_plan.units import GBIT_BITS
 
 if TYPE_CHECKING:
-    from pdd_plan.api import Progress
+    from pdd_plan.solve_service import Progress
 
 
 def sensitivity(
@@ -39,38 +45,18 @@ def sensitivity(
 ) -> list[dict]:
     """Each case of `sensitivity_cases` solved (side by side in `jobs` forked processes,
     default one a CPU): its status, plan and metrics."""
-    from pdd_plan import api, fork_pool
-    from pdd_plan.report_cases import CaseSolve
+    from pdd_plan import fork_pool, solve_service
 
     cases = sensitivity_cases(s, catalog)
     if progress:
-        progress(api.CASES_STAGE, 0, len(cases))
+        progress(solve_service.CASES_STAGE, 0, len(cases))
 
     def done(n: int, _index: int) -> None:
         if progress:
-            progress(api.CASES_STAGE, n, len(cases))
+            progress(solve_service.CASES_STAGE, n, len(cases))
 
     solve_case = CaseSolve(architecture, catalog, resolution, time_limit_s)
     return fork_pool.each(solve_case, cases, jobs, done)
-
-
-def explanation(
-    s: Scenario,
-    architecture: str,
-    catalog: Catalog,
-    resolution: tuple[int, int, int] = DEFAULT_RESOLUTION,
-    time_limit_s: float = 30.0,
-    solved=None,
-) -> dict | None:
-    """`pdd_plan.plan.explain.explain` for the report's explain section (which limits of
-    the MILP bind and what relaxing each is worth, each by a re-solve); `solved`: the
-    plan's own solve (SolveFiles.run), not made again."""
-    from pdd_plan.plan.explain import explain
-
-    return explain(
-        s, catalog.model_for(s), catalog.gpus, catalog.lines, architecture, resolution,
-        time_limit_s, solved,
-    )  # fmt: skip
 
 
 def report_summary(s: Scenario, catalog: Catalog) -> dict:
@@ -107,7 +93,7 @@ def sizing_report_data(
     plan's architecture, starting from its solve). `pool` (an executor): the cases and the
     architectures not yet solved run there while this process explains (report_cases.py);
     `given_cases` (case name -> future of its entry): cases already submitted there."""
-    from pdd_plan import api
+    from pdd_plan import solve_service
     from pdd_plan.kv_verdict import kv_layout_verdict
 
     catalog = catalog or Catalog()
@@ -115,11 +101,13 @@ def sizing_report_data(
     s = load_scenario(path, catalog)
     known = dict(known or {})
     if solved is None and architecture is None:
-        solved, files = api.solve_choosing(s, catalog, resolution, time_limit_s, progress)
+        solved, files = solve_service.solve_choosing(s, catalog, resolution, time_limit_s, progress)
         known.update((r["architecture"], r) for r in files.solved_each)
         solved_run = files.run
     elif solved is None:
-        solved, files = api.solve_loaded(s, architecture, catalog, resolution, time_limit_s)
+        solved, files = solve_service.solve_loaded(
+            s, architecture, catalog, resolution, time_limit_s
+        )
         solved_run = files.run
     if solved.get("plan"):
         architecture = solved["plan"]["architecture"]
@@ -129,21 +117,19 @@ def sizing_report_data(
         solved_run = None  # not this plan's solve: explain solves it
     run = (resolution, time_limit_s)
     if pool is None:
-        from pdd_plan.report_cases import cases_and_explanation
-
-        compared = api.compare_architectures(path, catalog, *run, known=known)
+        compared = solve_service.compare_architectures(path, catalog, *run, known=known)
         cases, explained = cases_and_explanation(s, architecture, catalog, run, solved_run,
                                                  progress)  # fmt: skip
     else:
-        from pdd_plan.report_cases import Pending
-
         others = [a for a in s.architectures if a not in known]
         pending = Pending.submit(pool, s, architecture, catalog, *run, others, given_cases)
         explained = _explained(s, architecture, catalog, run, solved_run, progress)
         cases = pending.case_entries(
-            (lambda done, n: progress(api.CASES_STAGE, done, n)) if progress else None
+            (lambda done, n: progress(solve_service.CASES_STAGE, done, n)) if progress else None
         )
-        compared = api.compare_architectures(path, catalog, *run, known=known | pending.known())
+        compared = solve_service.compare_architectures(
+            path, catalog, *run, known=known | pending.known()
+        )
     data = {
         "version": __version__,
         "architecture": architecture,
@@ -164,13 +150,13 @@ def sizing_report_data(
 
 
 def _explained(s, architecture, catalog, run, solved_run, progress) -> dict | None:
-    from pdd_plan import api
+    from pdd_plan import solve_service
 
     if progress:
-        progress(api.EXPLAIN_STAGE, 0, 1)
+        progress(solve_service.EXPLAIN_STAGE, 0, 1)
     explained = explanation(s, architecture, catalog, *run, solved=solved_run)
     if progress:
-        progress(api.EXPLAIN_STAGE, 1, 1)
+        progress(solve_service.EXPLAIN_STAGE, 1, 1)
     return explained
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.engine_profile import OVERRIDE_ENV
-from pdd_plan.sweep import Sweep, failed_row, run_point
+from pdd_plan.sweep_points import Sweep, failed_row, run_point
 
 INSTALL_HINT = "pip install 'pdd-plan[ray]'"
 _POLL_S = 0.2  # how often finished tasks are gathered (the progress bar's resolution)

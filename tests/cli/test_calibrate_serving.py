@@ -9,7 +9,7 @@ import pytest
 
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.engine_profile import load_engine_profile
-from pdd_plan.loaders.serving_results import read_serving_file
+from pdd_plan.loaders.serving_files import read_serving_file
 from pdd_plan.model.engine_profile import EngineProfile
 from pdd_plan.model.roofline import Instance
 from pdd_plan.sim.aggregated import Load, serve
