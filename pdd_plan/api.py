@@ -16,21 +16,21 @@ from pdd_plan.plan.variants import (  # noqa: F401  (the API's names)
     with_hit_rate_mean,
     with_line_prices,
 )
-from pdd_plan.report_data import (  # noqa: F401  (the API's names)
+from pdd_plan.stages.reporting.report_data import (  # noqa: F401  (the API's names)
     explanation,
     report_summary,
     sensitivity,
     sizing_report,
     sizing_report_data,
 )
-from pdd_plan.solve_json import (  # noqa: F401  (the API's names)
+from pdd_plan.stages.solving.solve_json import (  # noqa: F401  (the API's names)
     SolveFiles,
     name_profile,
     no_plan_reason,
     policies_tried,
     solve_loaded,
 )
-from pdd_plan.solve_service import (  # noqa: F401  (the API's names)
+from pdd_plan.stages.solving.solve_service import (  # noqa: F401  (the API's names)
     CASES_STAGE,
     DEFAULT_RESOLUTION,
     EXPLAIN_STAGE,

@@ -14,12 +14,12 @@ from pdd_plan.cli.calibrate_serving_cmd import accept_poor_fit_option, warn_poor
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
-from pdd_plan.model.engine_profile import PARAMETERS, vllm_graph_max_tokens
+from pdd_plan.model.compute.engine_profile import PARAMETERS, vllm_graph_max_tokens
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
 
 if TYPE_CHECKING:  # the fit (scipy) loads when the command runs, not for --help
-    from pdd_plan.calibration import Calibration
+    from pdd_plan.stages.calibrating.calibration import Calibration
 
 app = typer.Typer(help="Fit engine profiles to measurements.", no_args_is_help=True)
 
@@ -46,7 +46,7 @@ def calibrate_data(c: Calibration, out: str) -> dict:
 
 
 def _print(c: Calibration, out: str) -> None:
-    from pdd_plan.model.step_fit import PHASES
+    from pdd_plan.model.compute.step_fit import PHASES
 
     p = c.profile
     console.print(
@@ -120,7 +120,7 @@ def steps(
     from the options; the plain CSV may carry them per row. Refused (exit 2): a fit above
     the datasheet peak or at a bound, or with a median error above 25 % (README).
     """
-    from pdd_plan.calibration import calibrate_steps
+    from pdd_plan.stages.calibrating.calibration import calibrate_steps
 
     _check(out, name, {"tp": tp, "ep": ep, "dp": dp, "cuda-graph-max-tokens": graph_tokens})
     check_outputs(files, {"--out": out})

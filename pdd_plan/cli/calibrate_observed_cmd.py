@@ -11,7 +11,7 @@ import typer
 from pdd_plan.cli.calibrate_serving_cmd import accept_poor_fit_option, check_common, warn_poor_fit
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
-from pdd_plan.model.engine_profile import PARAMETERS
+from pdd_plan.model.compute.engine_profile import PARAMETERS
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
 
@@ -54,7 +54,7 @@ def _points(c) -> list[dict]:
 
 
 def observed_data(c, out: str) -> dict:
-    from pdd_plan.calibration_observed import CONTRADICTION_FRAC
+    from pdd_plan.stages.calibrating.calibration_observed import CONTRADICTION_FRAC
 
     points = _points(c)
     return {
@@ -145,8 +145,8 @@ def observed(
     an efficiency above the datasheet peak or at a bound (--accept-poor-fit keeps the
     last two, marked). Then `compare` and `solve` with `--engine-profile` plan with it.
     """
-    from pdd_plan.calibration_observed import FITTED, calibrate_observed
     from pdd_plan.loaders.scenario import resolve_scenario_path
+    from pdd_plan.stages.calibrating.calibration_observed import FITTED, calibrate_observed
 
     check_common(out, name, {})
     check_outputs([resolve_scenario_path(scenario), plan, observed_file], {"--out": out})

@@ -11,9 +11,9 @@ from pdd_plan.cli.bounds import MAX_TOKENS, bounded, check_id_option, parallel_s
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError, visible
+from pdd_plan.model.units import DTYPE_BYTES
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
-from pdd_plan.units import DTYPE_BYTES
 
 
 def check_common(out: str, name: str | None, dtypes: dict) -> None:
@@ -123,7 +123,7 @@ def serving(
     Refused (exit 2): a fit above the datasheet peak or at a bound, or with a median error
     above 25 % (--accept-poor-fit keeps it, marked).
     """
-    from pdd_plan.calibration_serving import calibrate_serving
+    from pdd_plan.stages.calibrating.calibration_serving import calibrate_serving
 
     check_common(out, name, {"--weight-dtype": weight_dtype, "--kv-dtype": kv_dtype})
     check_outputs(files, {"--out": out})

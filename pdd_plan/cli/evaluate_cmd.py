@@ -27,7 +27,7 @@ def evaluate(
 
     result = evaluate_plan(scenario, plan)
     if not result["metrics"]["role_utilization_frac"]:  # saturated: say where and how much
-        from pdd_plan.saturation import saturation_of_files
+        from pdd_plan.stages.solving.saturation import saturation_of_files
 
         result["saturation"] = saturation_of_files(scenario, plan,
                                                    result["metrics"]["goodput_rps"])  # fmt: skip

@@ -134,7 +134,7 @@ def print_explanation(result: dict) -> None:
         ["role", "utilisation"],
         [[role, f"{u:.1%}"] for role, u in roles["utilization_frac"].items() if u is not None],
     )
-    if roles.get("decode_split"):  # a mixed decode role (model/mixed_pool.py)
+    if roles.get("decode_split"):  # a mixed decode role (model/decode/mixed_pool.py)
         table(
             "How the router splits the mixed decode role (by capacity at the TPOT batch)",
             ["group", "share", "batch/instance", "utilisation", "slot wait"],

@@ -11,8 +11,8 @@ from pdd_plan.cli.bounds import MAX_TOKENS, bounded, check_id_option, id_from_te
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
+from pdd_plan.model.units import DTYPE_BYTES, format_bytes, format_count
 from pdd_plan.report.files import write_atomic
-from pdd_plan.units import DTYPE_BYTES, format_bytes, format_count
 
 app = typer.Typer(
     help="Models of the catalog: KV bytes, weights, FLOPs; import HF configs.", no_args_is_help=True

@@ -86,10 +86,10 @@ def report(
     check_outputs([scenario], {"--output": output, "--markdown": markdown})
     means = _hit_means(hit_rates)
     start = time.perf_counter()
-    from pdd_plan.report_pool import start_drawer
+    from pdd_plan.stages.reporting.report_pool import start_drawer
 
     start_drawer()  # forked now: it imports matplotlib as this process imports the solver
-    from pdd_plan.report_build import HIT_MEANS, build
+    from pdd_plan.stages.reporting.report_build import HIT_MEANS, build
 
     def say(text: str) -> None:
         typer.echo(f"report: {text}...", err=True)

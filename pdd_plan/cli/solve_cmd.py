@@ -55,9 +55,9 @@ def _infeasible(scenario, architecture, result, files, time_limit, format) -> No
 
 
 def _unproven(result, files, format) -> None:
-    """No plan found, none proven impossible (pdd_plan/unproven.py): with `--format json`
+    """No plan found, none proven impossible (stages/solving/unproven.py): with `--format json`
     the answer on stdout too; always exit 5 with the one line on stderr."""
-    from pdd_plan.unproven import answer
+    from pdd_plan.stages.solving.unproven import answer
 
     found = answer(result["scenario"], result, files.solved_each if files else ())
     if format is Format.json:
@@ -159,7 +159,7 @@ def solve(
                 progress=shown, solved_run=files.run,
             )  # fmt: skip
             if "confidence" in result:
-                from pdd_plan.confidence import report_section
+                from pdd_plan.stages.solving.confidence import report_section
 
                 report_md += report_section(result["confidence"]["text"])
         step(shown, "writing the files", lambda: _write(result, files, report_md, dump_lp,

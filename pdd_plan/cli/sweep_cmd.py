@@ -68,8 +68,8 @@ def run_with_progress(
     """The sweep's rows with a progress bar (and ETA) on stderr where `bar` (shown, forced)
     says, and the wall time. Each new row goes to `journal` as it ends; the rows in `done`
     (resumed) count as done."""
-    from pdd_plan import sweep as sw
-    from pdd_plan.sweep_journal import as_stored
+    from pdd_plan.stages.sweeping import sweep as sw
+    from pdd_plan.stages.sweeping.sweep_journal import as_stored
 
     done = done or {}
     start = time.perf_counter()
@@ -158,7 +158,7 @@ def _print_table(sweep, rows: list[dict]) -> None:
 def _check_executor(executor: str, ray_address: str | None, resume: bool, out) -> None:
     """The executor options, checked before any work (Ray itself imported only if asked)."""
     from pdd_plan.errors import InputError
-    from pdd_plan.sweep import EXECUTORS
+    from pdd_plan.stages.sweeping.sweep import EXECUTORS
 
     if executor not in EXECUTORS:
         raise InputError.single("command line", "--executor", repr(executor), "local or ray")
@@ -169,7 +169,7 @@ def _check_executor(executor: str, ray_address: str | None, resume: bool, out) -
         raise InputError.single("command line", "--resume", "it without --out",
                                 "--out DIR naming the interrupted sweep's folder")  # fmt: skip
     if executor == "ray":
-        from pdd_plan.sweep_ray import import_ray, probe
+        from pdd_plan.stages.sweeping.sweep_ray import import_ray, probe
 
         import_ray()
         if ray_address is not None:
@@ -178,7 +178,7 @@ def _check_executor(executor: str, ray_address: str | None, resume: bool, out) -
 
 def _journal(out: str, spec, catalog, resume: bool):
     """The journal in `out` (opened, locked) and the rows it already holds."""
-    from pdd_plan.sweep_journal import open_journal, sweep_key
+    from pdd_plan.stages.sweeping.sweep_journal import open_journal, sweep_key
 
     journal, done, replaced = open_journal(out, sweep_key(spec, catalog.root), spec.points,
                                            resume)  # fmt: skip
@@ -225,8 +225,8 @@ def sweep(
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
-    from pdd_plan import sweep as sw
     from pdd_plan.loaders.catalog import Catalog
+    from pdd_plan.stages.sweeping import sweep as sw
 
     check_architecture(architecture)
     _check_executor(executor, ray_address, resume, out)

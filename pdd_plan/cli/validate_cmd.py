@@ -9,7 +9,7 @@ import typer
 from pdd_plan.cli.bounds import MAX_TOKENS, bounded, parallel_size_option
 from pdd_plan.cli.output import Format, console, print_json, safe, table
 from pdd_plan.errors import InputError
-from pdd_plan.units import DTYPE_BYTES, MS_S
+from pdd_plan.model.units import DTYPE_BYTES, MS_S
 
 LATENCY_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL"}
 THROUGHPUT_LABELS = {
@@ -31,7 +31,12 @@ def _shown(name: str, value: float) -> str:
 
 def validate_data(checks, profile) -> dict:
     from pdd_plan.loaders.engine_profile import profile_summary
-    from pdd_plan.validation import DEFINITIONS, MODEL_DEFINITION, TOOL_KEYS, summary
+    from pdd_plan.stages.calibrating.validation import (
+        DEFINITIONS,
+        MODEL_DEFINITION,
+        TOOL_KEYS,
+        summary,
+    )
 
     tools = sorted({c.tool for c in checks})
     return {
@@ -140,8 +145,8 @@ def validate(
     compared as one. Nothing is written.
     """
     from pdd_plan.loaders.engine_profile import load_engine_profile
-    from pdd_plan.model.engine_profile import IDENTITY
-    from pdd_plan.validation import validate as run_validation
+    from pdd_plan.model.compute.engine_profile import IDENTITY
+    from pdd_plan.stages.calibrating.validation import validate as run_validation
 
     for option, value in {"--weight-dtype": weight_dtype, "--kv-dtype": kv_dtype}.items():
         if value is not None and value not in DTYPE_BYTES:

@@ -22,9 +22,9 @@ from pdd_plan.loaders.scenario_routing import short_output_cutoff
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
+from pdd_plan.model.network.wan_streaming import POOL_HOLDS
 from pdd_plan.model.placement import architecture_placeable, placement_needs, unplaceable_role
-from pdd_plan.model.wan_streaming import POOL_HOLDS
-from pdd_plan.units import DTYPE_BYTES, GBIT_BITS, MS_S
+from pdd_plan.model.units import DTYPE_BYTES, GBIT_BITS, MS_S
 
 
 def scenarios_dir() -> Path:
@@ -145,7 +145,7 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None
 
 
 def _wan_engine(f, pool: int | None) -> dict:
-    """How the transfer engine uses the line (model/wan_streaming.py)."""
+    """How the transfer engine uses the line (model/network/wan_streaming.py)."""
     stripes = f["stripes_per_transfer"].integer(
         default=1, minimum=1, maximum=pool if pool is not None else 1_000_000
     )
@@ -252,7 +252,7 @@ def _engine(node: Node) -> sc.Engine:
     if f is None:
         return sc.Engine()
     refuse_retired_kv_keys(f)
-    # the engine's fixed cost per RLD -> MD handoff (model/handoff.py), with its source
+    # the engine's fixed cost per RLD -> MD handoff (model/decode/handoff.py), with its source
     fixed_ms = f["handoff_fixed_ms"].number(minimum=0, maximum=60_000)
     if fixed_ms is not None and f["handoff_fixed_source"].is_missing:
         f["handoff_fixed_source"].fail("a source for handoff_fixed_ms")
@@ -266,7 +266,7 @@ def _engine(node: Node) -> sc.Engine:
 
 
 def _prefill_budget(f) -> int | None:
-    """Tokens per prefill step and GPU (model/prefill_batch.py); None: batching off."""
+    """Tokens per prefill step and GPU (model/queueing/prefill_batch.py); None: batching off."""
     budget = f["prefill_token_budget_per_gpu"].integer(
         default=sc.PREFILL_TOKEN_BUDGET_PER_GPU,
         minimum=1,

@@ -15,9 +15,10 @@ import time
 import yaml
 from llama_two_dc import two_dc_llama
 
-from pdd_plan import api, solve_service
+from pdd_plan import api
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario
+from pdd_plan.stages.solving import solve_service
 
 
 def two_architectures(tmp_path) -> object:
