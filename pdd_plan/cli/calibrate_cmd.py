@@ -11,7 +11,7 @@ import typer
 
 from pdd_plan.cli.bounds import MAX_BATCH, bounded, check_id_option, parallel_size_option
 from pdd_plan.cli.calibrate_serving_cmd import accept_poor_fit_option, warn_poor_fit
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.model.engine_profile import PARAMETERS, vllm_graph_max_tokens
@@ -112,7 +112,7 @@ def steps(
         True, "--cv/--no-cv", help="cross-validated error (one fit per configuration)"
     ),
     accept_poor_fit: bool = accept_poor_fit_option(),
-    format: Format = typer.Option(Format.table, "--format"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Fit the step-time model to measured iterations and write an engine profile.
 
@@ -131,8 +131,8 @@ def steps(
     )
     write_atomic(out, profile_yaml(result.profile))
     warn_poor_fit(result.profile)
-    if format is Format.json:
-        print_json(calibrate_data(result, out))
+    if format.structured:
+        print_structured(calibrate_data(result, out), format)
         return
     _print(result, out)
 

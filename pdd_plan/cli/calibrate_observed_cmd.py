@@ -9,7 +9,7 @@ import math
 import typer
 
 from pdd_plan.cli.calibrate_serving_cmd import accept_poor_fit_option, check_common, warn_poor_fit
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.model.engine_profile import PARAMETERS
 from pdd_plan.report.engine_profile_file import profile_yaml
@@ -128,7 +128,7 @@ def observed(
         help="an engine parameter to fit (repeat; default compute and memory efficiency)",
     ),  # fmt: skip
     accept_poor_fit: bool = accept_poor_fit_option(),
-    format: Format = typer.Option(Format.table, "--format"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Fit engine parameters to a running deployment's operating points.
 
@@ -158,7 +158,7 @@ def observed(
     write_atomic(out, profile_yaml(result.profile))
     warn_poor_fit(result.profile)
     data = observed_data(result, out)
-    if format is Format.json:
-        print_json(data)
+    if format.structured:
+        print_structured(data, format)
         return
     _print(data, out)

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.bounds import MAX_TOKENS, bounded, check_id_option, parallel_size_option
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError, visible
 from pdd_plan.report.engine_profile_file import profile_yaml
@@ -109,7 +109,7 @@ def serving(
         True, "--cv/--no-cv", help="leave-one-run-out error (one fit per run)"
     ),
     accept_poor_fit: bool = accept_poor_fit_option(),
-    format: Format = typer.Option(Format.table, "--format"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:  # fmt: skip
     """Fit an engine profile to serving-benchmark results and write it.
 
@@ -134,7 +134,7 @@ def serving(
     )
     write_atomic(out, profile_yaml(result.profile))
     warn_poor_fit(result.profile)
-    if format is Format.json:
-        print_json(serving_data(result, out))
+    if format.structured:
+        print_structured(serving_data(result, out), format)
         return
     _print(result, out)

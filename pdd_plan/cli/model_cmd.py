@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.bounds import MAX_TOKENS, bounded, check_id_option, id_from_text
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
 from pdd_plan.report.files import write_atomic
@@ -17,7 +17,7 @@ from pdd_plan.units import DTYPE_BYTES, format_bytes, format_count
 app = typer.Typer(
     help="Models of the catalog: KV bytes, weights, FLOPs; import HF configs.", no_args_is_help=True
 )
-FORMAT = typer.Option(Format.table, "--format", help="table or json")
+FORMAT = typer.Option(Format.table, "--format", help=FORMAT_HELP)
 
 
 def _dtype(value: str | None, option: str) -> str | None:
@@ -45,8 +45,8 @@ def list_models(
     _dtype(kv_dtype, "--kv-dtype")
     catalog = Catalog()
     data = [views.model_summary(catalog.model(m), kv_dtype) for m in catalog.model_ids()]
-    if format is Format.json:
-        print_json(data)
+    if format.structured:
+        print_structured(data, format)
         return
     table(
         "Models",
@@ -92,8 +92,8 @@ def show(
     _dtype(weight_dtype, "--weight-dtype")
     model = Catalog().model(model_id)
     d = views.model_detail(model, kv_dtype, weight_dtype, context)
-    if format is Format.json:
-        print_json(d)
+    if format.structured:
+        print_structured(d, format)
         return
     console.print(
         f"[bold]{safe(model.name)}[/] ({model.id}), {model.architecture}, {d['layers']} layers"
@@ -162,7 +162,7 @@ def import_config(
     model_from_dict(entry, str(config))  # the entry must load back
     if format is Format.json:
         text = json.dumps(entry, indent=2) + "\n"
-    else:
+    else:  # the table's and YAML's: the catalog's own form
         text = f"# Imported by `pdd-plan model import` from {config.name}\n" + yaml.safe_dump(
             entry, sort_keys=False, default_flow_style=None, width=100
         )

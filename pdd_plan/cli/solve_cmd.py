@@ -10,7 +10,7 @@ import typer
 from pdd_plan import __version__
 from pdd_plan.cli.bounds import bounded, time_limit_option
 from pdd_plan.cli.evaluate_cmd import print_result
-from pdd_plan.cli.output import Format, check_architecture, console, print_json
+from pdd_plan.cli.output import FORMAT_HELP, Format, check_architecture, console, print_structured
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.progress import bars, progress_option, step
 from pdd_plan.errors import InfeasibleError, UnprovenError
@@ -49,8 +49,8 @@ def _infeasible(scenario, architecture, result, files, time_limit, format) -> No
     if "confidence" in result:  # the limits it missed were the SLA's divided by the margin
         answer["confidence"] = result["confidence"]
         answer["reason"] += f" (sized with a margin: {result['confidence']['text']})"
-    if format is Format.json:
-        print_json(answer)
+    if format.structured:
+        print_structured(answer, format)
     raise InfeasibleError(answer["reason"])
 
 
@@ -60,8 +60,8 @@ def _unproven(result, files, format) -> None:
     from pdd_plan.unproven import answer
 
     found = answer(result["scenario"], result, files.solved_each if files else ())
-    if format is Format.json:
-        print_json(found)
+    if format.structured:
+        print_structured(found, format)
     raise UnprovenError(found["reason"])
 
 
@@ -123,7 +123,7 @@ def solve(
         help="size so the SLA holds at this quantile of the engine profile's held-out "
         "error (a profile from calibrate observed); the answer says the margin and its cost",
     ),  # fmt: skip
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
     progress: bool = progress_option(),
 ) -> None:
     """Choose P, RLD and MD instances, GPU types, line tiers and routing policy."""
@@ -136,7 +136,7 @@ def solve(
         check_architecture(architecture)
     outputs = {"--dump-lp": dump_lp, "--bom": bom, "--report": report}
     check_outputs([scenario], outputs, {"--out": out})
-    with bars(progress, format is Format.json) as shown:
+    with bars(progress, format.structured) as shown:
         try:
             result, files = _solve(solve_scenario, scenario, architecture, time_limit, shown,
                                    confidence)  # fmt: skip
@@ -148,7 +148,7 @@ def solve(
             _unproven(result, files, format)
         report_md = None
         if report or out:  # everything is computed before the first file is written
-            if format is not Format.json and shown is None:
+            if not format.structured and shown is None:
                 typer.echo(
                     "sizing report: solving the price and hit-rate cases and explaining...",
                     err=True,
@@ -164,8 +164,8 @@ def solve(
                 report_md += report_section(result["confidence"]["text"])
         step(shown, "writing the files", lambda: _write(result, files, report_md, dump_lp,
                                                          bom, report, out))  # fmt: skip
-    if format is Format.json:
-        print_json(result)
+    if format.structured:
+        print_structured(result, format)
         return
     print_choice(result)
     print_result(result)
