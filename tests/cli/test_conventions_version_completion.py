@@ -36,9 +36,14 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return {**env, "HOME": str(home), **extra}
 
 
-def _cli(*args: str, home: Path, **extra: str) -> subprocess.CompletedProcess:
-    from conftest import cli_command
+def cli_command() -> list[str]:
+    """The installed program (tests/conftest.py's rule, which other folders' conftest
+    modules shadow by name)."""
+    exe = Path(sys.executable).with_name("pdd-plan")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "pdd_plan"]
 
+
+def _cli(*args: str, home: Path, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([*cli_command(), *args], cwd=home, env=_env(home, **extra),
                           capture_output=True, text=True, timeout=120)  # fmt: skip
 
@@ -113,8 +118,6 @@ def test_install_completion_writes_only_under_the_given_home(tmp_path):
 def test_the_bash_script_completes_a_command_name_in_bash(tmp_path):
     """The script sourced in bash, its function run as bash runs it on TAB: `pdd-plan so`
     becomes `solve`, `pdd-plan solve --arch` becomes `--architecture`."""
-    from conftest import cli_command
-
     script = _cli("--show-completion", "bash", home=tmp_path).stdout
     (tmp_path / "c.sh").write_text(script)
     exe = cli_command()
