@@ -10,6 +10,7 @@ import typer
 
 from pdd_plan.cli.calibrate_serving_cmd import accept_poor_fit_option, check_common, warn_poor_fit
 from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
+from pdd_plan.cli.output_formats import YAML_ONLY
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.model.engine_profile import PARAMETERS
 from pdd_plan.report.engine_profile_file import profile_yaml
@@ -120,7 +121,7 @@ def observed(
     observed_file: str = typer.Argument(
         ..., metavar="OBSERVED", help="operating points: offered_rps, ttft_s / tpot_ms (YAML)"
     ),
-    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write"),
+    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write (.yaml)"),
     name: str | None = typer.Option(None, help="the profile's id (default observed_SCENARIO)"),
     fit: list[str] = typer.Option(
         None,
@@ -149,7 +150,8 @@ def observed(
     from pdd_plan.loaders.scenario import resolve_scenario_path
 
     check_common(out, name, {})
-    check_outputs([resolve_scenario_path(scenario), plan, observed_file], {"--out": out})
+    check_outputs([resolve_scenario_path(scenario), plan, observed_file], {"--out": out},
+                  formats={"--out": YAML_ONLY})  # fmt: skip
     result = calibrate_observed(
         scenario, plan, observed_file, name, accept_poor_fit=accept_poor_fit,
         fit=tuple(fit) if fit else FITTED,

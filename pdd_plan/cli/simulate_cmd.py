@@ -7,6 +7,7 @@ import typer
 from pdd_plan.cli.bounds import MAX_REQUESTS, MAX_SEED, MAX_WARMUP_FRAC, bounded
 from pdd_plan.cli.evaluate_cmd import _seconds
 from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
+from pdd_plan.cli.output_formats import CSV_ONLY
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.progress import bars, progress_option, step
 
@@ -32,7 +33,7 @@ def simulate(
     ),
     format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
     trace_out: str | None = typer.Option(
-        None, "--trace-out", help="write a per-request CSV (times of every stage)"
+        None, "--trace-out", help="write a per-request CSV, .csv (times of every stage)"
     ),
     progress: bool = progress_option(),
 ) -> None:
@@ -46,7 +47,7 @@ def simulate(
     from pdd_plan.sim.entry import simulate_plan
     from pdd_plan.sim.trace_csv import write_trace_csv
 
-    check_outputs([scenario, plan], {"--trace-out": trace_out})
+    check_outputs([scenario, plan], {"--trace-out": trace_out}, formats={"--trace-out": CSV_ONLY})
     with bars(progress, format.structured) as shown:
         metrics, run = simulate_plan(scenario, plan, requests, seed, warmup_frac, progress=shown)
         if trace_out:  # streamed to a file beside the target, renamed when whole
