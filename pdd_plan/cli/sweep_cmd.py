@@ -212,7 +212,12 @@ def sweep(
     jobs: int = jobs_option(),
     time_limit: float = time_limit_option(),
     out: str = typer.Option(
-        None, "--out", help="write sweep.csv, sweep.json, run.json and the plots"
+        None,
+        "--out",
+        help="write the folder DIR: sweep.csv and sweep.json (every point), run.json (the "
+        "run's settings) and the plots as SVG and PNG (pareto.*, composition.*, and "
+        "bathtub.* when the hit rate varies, cost.* and bcr.* when the first axis is a "
+        "number); while it runs, DIR/.sweep-journal.jsonl, which --resume reads",
     ),
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
