@@ -14,7 +14,7 @@ from pdd_plan.cli.estimate_serving import (
     serving_data,
     serving_load,
 )
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 from pdd_plan.errors import InputError, Problem
 from pdd_plan.model.units import DTYPE_BYTES, MS_S, format_bytes
 
@@ -171,7 +171,7 @@ def estimate(
         8192, "--max-batched-tokens", low=1, high=MAX_TOKENS,
         help="the engine's token budget per iteration (chunked prefill)",
     ),
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:  # fmt: skip
     """One instance's prefill time, decode step (TPOT) and max batch, with the roofline
     breakdown: compute vs memory vs communication vs fixed overhead.
@@ -219,8 +219,8 @@ def estimate(
         data["engine_profile"] = profile_summary(profile, [gpu])
     if load is not None:
         data["serving"] = serving_data(inst, load)
-    if format is Format.json:
-        print_json(data)
+    if format.structured:
+        print_structured(data, format)
         return
     _print_table(data)
     if load is not None:

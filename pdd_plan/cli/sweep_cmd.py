@@ -10,7 +10,15 @@ import typer
 
 from pdd_plan import __version__
 from pdd_plan.cli.bounds import jobs_option, time_limit_option
-from pdd_plan.cli.output import Format, check_architecture, console, print_json, safe, table
+from pdd_plan.cli.output import (
+    FORMAT_HELP,
+    Format,
+    check_architecture,
+    console,
+    print_structured,
+    safe,
+    table,
+)
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.progress import forced, progress_option, wanted
 from pdd_plan.report.files import write_folder
@@ -204,7 +212,12 @@ def sweep(
     jobs: int = jobs_option(),
     time_limit: float = time_limit_option(),
     out: str = typer.Option(
-        None, "--out", help="write sweep.csv, sweep.json, run.json and the plots"
+        None,
+        "--out",
+        help="write the folder DIR: sweep.csv and sweep.json (every point), run.json (the "
+        "run's settings) and the plots as SVG and PNG (pareto.*, composition.*, and "
+        "bathtub.* when the hit rate varies, cost.* and bcr.* when the first axis is a "
+        "number); while it runs, DIR/.sweep-journal.jsonl, which --resume reads",
     ),
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
@@ -218,7 +231,7 @@ def sweep(
     resume: bool = typer.Option(
         False, "--resume", help="with --out: skip the points an interrupted run finished"
     ),
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
     progress: bool = progress_option(),
 ) -> None:
     """Solve (or evaluate a plan) at every point of a grid of scenario values."""
@@ -239,7 +252,7 @@ def sweep(
         typer.echo(f"note: {note}", err=True)
     journal, done = _journal(out, spec, catalog, resume) if out else (None, {})
     try:
-        bar = (wanted(progress, format is Format.json), forced(progress))
+        bar = (wanted(progress, format.structured), forced(progress))
         rows, wall_s = run_with_progress(spec, jobs, journal, done, executor, ray_address, bar)
     finally:
         if journal is not None:
@@ -261,8 +274,8 @@ def sweep(
 
 
 def _print(spec, rows: list[dict], info: dict, format: Format, out, workers: str) -> None:
-    if format is Format.json:
-        print_json({**info, "points": rows})
+    if format.structured:
+        print_structured({**info, "points": rows}, format)
         return
     _print_table(spec, rows)
     from pdd_plan.loaders.engine_profile import poor_fit_text

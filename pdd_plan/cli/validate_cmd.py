@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.bounds import MAX_TOKENS, bounded, parallel_size_option
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 from pdd_plan.errors import InputError
 from pdd_plan.model.units import DTYPE_BYTES, MS_S
 
@@ -132,7 +132,7 @@ def validate(
         8192, "--max-batched-tokens", low=1, high=MAX_TOKENS,
         help="the engine's token budget per iteration",
     ),
-    format: Format = typer.Option(Format.table, "--format"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:  # fmt: skip
     """Replay measured serving benchmarks and print the model's error on each figure.
 
@@ -159,7 +159,7 @@ def validate(
         weight_dtype=weight_dtype, max_batched_tokens=max_batched_tokens, engine_profile=profile
     )
     data = validate_data(run_validation(files, options), profile)
-    if format is Format.json:
-        print_json(data)
+    if format.structured:
+        print_structured(data, format)
         return
     _print(data)

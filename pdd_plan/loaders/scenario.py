@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pdd_plan.errors import InputError
@@ -156,17 +157,32 @@ def _wan_engine(f, pool: int | None) -> dict:
     }
 
 
+# `solve --objective KIND` sets this for the run and the worker processes it starts (the
+# report's cases), so every scenario loaded in the run takes it over its `objective.kind`
+OBJECTIVE_ENV = "PDD_PLAN_OBJECTIVE"
+_OBJECTIVE_KEYS = ("kind", "demand_rps", "budget_usd_per_hour")
+
+
 def _objective(node: Node, default_demand: float | None) -> sc.Objective:
-    if node.is_missing:
+    forced = os.environ.get(OBJECTIVE_ENV) or None
+    f = None
+    if not node.is_missing:
+        required = () if forced else ("kind",)
+        optional = tuple(k for k in _OBJECTIVE_KEYS if k not in required)
+        f = node.mapping(required=required, optional=optional)
+    if f is None and forced is None:
         return sc.Objective("max_bcr")
-    f = node.mapping(required=("kind",), optional=("demand_rps", "budget_usd_per_hour"))
-    if f is None:
-        return sc.Objective("max_bcr")
-    kind = f["kind"].choice(sc.OBJECTIVES, required=True)
+    f = f or {k: Node.absent(f"objective.{k}", node.problems) for k in _OBJECTIVE_KEYS}
+    kind = f["kind"].choice(sc.OBJECTIVES, required=forced is None)  # the file's, checked
+    if forced is not None:
+        if forced not in sc.OBJECTIVES:
+            node.problems.add(OBJECTIVE_ENV, repr(forced), f"one of {', '.join(sc.OBJECTIVES)}")
+        kind = forced
     demand = f["demand_rps"].number(minimum=sc.MIN_ARRIVAL_RATE_PER_S, maximum=1e7, unit="req/s")
     budget = f["budget_usd_per_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
     if kind == "max_goodput" and budget is None:
-        f["budget_usd_per_hour"].fail("a budget (max_goodput maximises goodput within it)")
+        named = "--objective max_goodput" if forced else "max_goodput"
+        f["budget_usd_per_hour"].fail(f"a budget ({named} maximises goodput within it)")
     return sc.Objective(
         kind or "max_bcr", demand or (default_demand if kind == "min_cost" else None), budget
     )
