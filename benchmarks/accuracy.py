@@ -4,7 +4,8 @@ version and commit.
 
 1. Published serving points (benchmarks/accuracy_points.csv, typed from
    ../shared/data/hardware-reference.md sections 4.B and 4.C with their sources): each
-   replayed as `pdd-plan validate` replays a run (pdd_plan/validation.py), error = model /
+   replayed as `pdd-plan validate` replays a run
+(pdd_plan/stages/calibrating/validation.py), error = model /
    measured - 1 per figure.
 2. Step times of a running vLLM engine (../shared/data/perf/fpm): every iteration's time
    predicted by the plain roofline, median |error| and median signed error per
@@ -31,7 +32,7 @@ from pdd_plan import __version__
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.serving_results import ServingRun
 from pdd_plan.loaders.step_measurements import Config
-from pdd_plan.validation import FIGURES, check_run
+from pdd_plan.stages.calibrating.validation import FIGURES, check_run
 
 HERE = Path(__file__).resolve().parent
 POINTS = HERE / "accuracy_points.csv"
@@ -102,9 +103,9 @@ def fpm_errors(folder: Path, catalog: Catalog) -> tuple[list[dict], list[str]]:
     sys.path.insert(0, str(HERE))
     from calibration import files_by_model, read  # benchmarks/calibration.py
 
-    from pdd_plan.calibration import prepared
-    from pdd_plan.model import step_fit as sf
-    from pdd_plan.model.engine_profile import IDENTITY
+    from pdd_plan.model.compute import step_fit as sf
+    from pdd_plan.model.compute.engine_profile import IDENTITY
+    from pdd_plan.stages.calibrating.calibration import prepared
 
     out = []
     by_model, missing = files_by_model(folder, catalog)

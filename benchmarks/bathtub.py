@@ -12,7 +12,8 @@ rate is scaled by m / mu (mu = 0.902). The map is linear in h, so the mean lands
 exactly, the order of requests by hit rate is kept, and the shape (the skew towards the top
 bin) is kept. Nothing else moves: the context lengths, the outputs, the rate, the prices.
 
-Each point is a `pdd-plan sweep` point (pdd_plan.sweep.run_point: the solve with every
+Each point is a `pdd-plan sweep` point
+(pdd_plan.stages.sweeping.sweep_points.run_point: the solve with every
 mechanism the code has), so what moves BCR is whatever the planner models at that hit
 rate. Writes, under --out (default benchmarks/results/): bathtub.csv (one row per point
 and architecture: status, BCR, goodput, cost and its parts by role and line, the binding
@@ -35,7 +36,6 @@ import io
 import time
 from pathlib import Path
 
-from pdd_plan import sweep as sw
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.scenario import Scenario
@@ -43,6 +43,7 @@ from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY
 from pdd_plan.plan.variants import line_prices_usd_per_month, with_hit_rate_mean
 from pdd_plan.report.plots import render
 from pdd_plan.report.sweep_plots import bathtub_figure
+from pdd_plan.stages.sweeping import sweep as sw
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = "pdd-paper"

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pdd_plan.calibration import prepared, read_measurements, with_graph_sizes
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.step_measurements import catalog_model_id
-from pdd_plan.model import step_fit as sf
-from pdd_plan.model.engine_profile import IDENTITY, vllm_graph_max_tokens
+from pdd_plan.model.compute import step_fit as sf
+from pdd_plan.model.compute.engine_profile import IDENTITY, vllm_graph_max_tokens
+from pdd_plan.stages.calibrating.calibration import prepared, read_measurements, with_graph_sizes
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "perf" / "fpm"
 

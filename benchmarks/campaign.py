@@ -1,6 +1,6 @@
 """The generated agreement campaign (issue #22, point 2): random scenarios solved for their
 architecture, the plan's closed forms held to the simulator at 50, 80 and 95 % of its
-closed-form goodput and on the goodput itself (pdd_plan/agreement_campaign.py).
+closed-form goodput and on the goodput itself (pdd_plan/stages/agreement_campaign.py).
 
     python benchmarks/campaign.py [--cases 60] [--jobs 2] [--requests 30000]
         [--goodput-requests 8000] [--no-goodput] [--seeds-from 0] [--out benchmarks/results]
@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pdd_plan.agreement_campaign import (
+from pdd_plan.loaders.catalog import Catalog
+from pdd_plan.stages.agreement_campaign import (
     LOADS,
     METRICS,
     Comparison,
@@ -32,7 +33,6 @@ from pdd_plan.agreement_campaign import (
     compare_loads,
     solve_case,
 )
-from pdd_plan.loaders.catalog import Catalog
 
 REPO = Path(__file__).resolve().parent.parent
 FIELDS = ("seed", "label", "load_frac", "metric", "closed", "simulated", "low", "high",

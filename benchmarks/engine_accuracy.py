@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pdd_plan.calibration import prepared, read_measurements
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model import step_fit as sf
-from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute import step_fit as sf
+from pdd_plan.model.compute.engine_profile import IDENTITY, PARAMETERS
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.sim.aggregated import Load, serve
+from pdd_plan.stages.calibrating.calibration import prepared, read_measurements
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 QWEN_FILES = "fpm_upfront_qwen32_full_once_*__tp[1248]_ep1_past4096.csv.gz"

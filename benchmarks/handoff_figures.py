@@ -39,7 +39,7 @@ from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model import evaluate as ev
 from pdd_plan.model import routing as rt
 from pdd_plan.model.decode_side import engine_fixed_s
-from pdd_plan.model.workload import Fixed
+from pdd_plan.model.workload.workload import Fixed
 from pdd_plan.sim.gaps import measured_gaps_s
 from pdd_plan.sim.measure import measure
 from pdd_plan.sim.run import SimConfig, simulate

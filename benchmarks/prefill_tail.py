@@ -4,7 +4,7 @@
 
 For one agreement case (pdd_plan/sim/agreement.py SUITE) it runs the simulator's prefill
 pool alone (sim/prefill.py `batched_pool`, Poisson arrivals, classes drawn by weight; the
-first 10 % dropped as warm-up) and prints, beside the closed form's (model/prefill_batch.py
+first 10 % dropped as warm-up) and prints, beside the closed form's (model/queueing/prefill_batch.py
 `pool`): the wait before the first step, the request's own step time over its time alone
 (the co-batched others' share), their sum, and the step lengths (mean, E[L²]/2E[L], the
 residual a request arriving at random sees) against the closed form's S(b). Poisson only:
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model import prefill_batch as pb
+from pdd_plan.model.queueing import prefill_batch as pb
 from pdd_plan.sim.agreement import SUITE, case_setup
 from pdd_plan.sim.prefill import ChunkTable, batched_pool
 

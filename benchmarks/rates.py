@@ -29,12 +29,12 @@ from pathlib import Path
 
 import yaml
 
-from pdd_plan import unproven
 from pdd_plan.api import solve_choosing
-from pdd_plan.infeasible import answer
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
-from pdd_plan.model.workload import DEFAULT_RESOLUTION
+from pdd_plan.model.workload.workload import DEFAULT_RESOLUTION
+from pdd_plan.stages.solving import unproven
+from pdd_plan.stages.solving.infeasible import answer
 
 RATES = (5, 10, 25, 50, 75, 100, 150, 200, 250, 300, 400, 500)
 DEFAULT_TIME_LIMIT_S = 30.0  # cli/bounds.py time_limit_option's default

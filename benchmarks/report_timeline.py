@@ -45,9 +45,9 @@ def _label(entry: dict) -> str:
 def _start_early() -> None:
     """What `pdd-plan report` starts before it imports the solver (cli/report_cmd.py)."""
     try:
-        from pdd_plan.report_pool import start_drawer
+        from pdd_plan.stages.reporting.report_pool import start_drawer
     except ImportError:  # before report_pool.py: the fork server, loading matplotlib too
-        from pdd_plan.sweep import warm_pool_server
+        from pdd_plan.stages.sweeping.sweep import warm_pool_server
 
         warm_pool_server(("matplotlib.pyplot",))
         return
@@ -57,7 +57,7 @@ def _start_early() -> None:
 def one(scenario: str | None, jobs: int | None) -> tuple[float, float]:
     t0, c0 = time.perf_counter(), time.process_time()
     _start_early()
-    from pdd_plan import report_build
+    from pdd_plan.stages.reporting import report_build
 
     fd, log_path = tempfile.mkstemp(suffix=".jsonl")
     os.close(fd)

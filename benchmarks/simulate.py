@@ -56,8 +56,8 @@ def wan_benchmark(requests: int = 100_000) -> None:
     import numpy as np
 
     from pdd_plan.loaders.catalog import Catalog
-    from pdd_plan.model.network import WanLink
-    from pdd_plan.model.workload import Bins
+    from pdd_plan.model.network.network import WanLink
+    from pdd_plan.model.workload.workload import Bins
     from pdd_plan.sim.sampling import sample
     from pdd_plan.sim.wan import simulate_wan
 

@@ -11,7 +11,7 @@ shapes proven optimal in <= 3 s, 51 x 16 in <= 10 s within the time limit). --st
 the CPU of each stage of the default solve and of the evaluate of its plan in one fresh
 process: the imports by family, each after the ones above it, then the work (the solve's
 architectures in turn). The default's four architectures are solved side by side in forked processes
-(pdd_plan/fork_pool.py, one a CPU): the figures show the same solve with them one after
+(pdd_plan/stages/fork_pool.py, one a CPU): the figures show the same solve with them one after
 another (`jobs=1`, through the API in a fresh process), and with --report
 `pdd-plan report default` once (issue #15: <= 8 s; its CPU figure counts its workers too:
 they are forked children of its process since report_pool.py, where the fork server's were

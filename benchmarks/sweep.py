@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from pdd_plan import sweep as sw
 from pdd_plan.cli.sweep_cmd import run_with_progress
+from pdd_plan.stages.sweeping import sweep as sw
 
 
 def main() -> None:

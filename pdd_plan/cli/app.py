@@ -20,7 +20,7 @@ import traceback
 import typer
 
 from pdd_plan import __version__
-from pdd_plan.cli import catalog_dir, output_guard
+from pdd_plan.cli import catalog_dir, completion, output_guard
 from pdd_plan.cli.fast_params import install
 from pdd_plan.cli.lazy import Lazy, lazy_group
 from pdd_plan.errors import PddPlanError, visible
@@ -109,9 +109,22 @@ ORDER = (
 )
 
 
-def _top_level() -> None:
-    """No options of its own: it makes typer build a group although only `version` is
-    registered eagerly."""
+def _print_version(ctx: typer.Context, value: bool) -> None:
+    """`--version`, eager: it answers before any command is looked for, as `version` does."""
+    if value and not ctx.resilient_parsing:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+def _top_level(
+    show_version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="print the version"
+    ),
+    install_completion: bool = completion.install_option(),
+    show_completion: bool = completion.show_option(),
+) -> None:
+    """The root's options (each eager: it answers and exits); they also make typer build
+    a group although only `version` is registered eagerly."""
 
 
 app = typer.Typer(
@@ -119,7 +132,7 @@ app = typer.Typer(
     help="Plan the hardware for cross-datacenter, heterogeneous PD-disaggregated LLM serving.\n\n"
     + catalog_dir.HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=False,  # ours take the shell's name (cli/completion.py)
     pretty_exceptions_enable=False,
     cls=lazy_group(COMMANDS, ORDER),
     callback=_top_level,
@@ -220,10 +233,12 @@ def main(argv: list[str] | None = None) -> None:
 def _command(args: list[str], debug: bool) -> None:
     try:
         args, overlay = catalog_dir.take_catalog_dir(args)
+        args = completion.take_shell_names(args)
         if overlay is not None:
             catalog_dir.apply_catalog_dir(overlay)
     except PddPlanError as exc:
         _fail(str(exc).split("\n"), exc.exit_code)
+    completion.enable_completion()  # only when the shell asks for completions
     command = install(typer.main.get_command(app))  # values without pydantic
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:

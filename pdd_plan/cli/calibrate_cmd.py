@@ -11,15 +11,16 @@ import typer
 
 from pdd_plan.cli.bounds import MAX_BATCH, bounded, check_id_option, parallel_size_option
 from pdd_plan.cli.calibrate_serving_cmd import accept_poor_fit_option, warn_poor_fit
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
+from pdd_plan.cli.output_formats import YAML_ONLY
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
-from pdd_plan.model.engine_profile import PARAMETERS, vllm_graph_max_tokens
+from pdd_plan.model.compute.engine_profile import PARAMETERS, vllm_graph_max_tokens
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
 
 if TYPE_CHECKING:  # the fit (scipy) loads when the command runs, not for --help
-    from pdd_plan.calibration import Calibration
+    from pdd_plan.stages.calibrating.calibration import Calibration
 
 app = typer.Typer(help="Fit engine profiles to measurements.", no_args_is_help=True)
 
@@ -46,7 +47,7 @@ def calibrate_data(c: Calibration, out: str) -> dict:
 
 
 def _print(c: Calibration, out: str) -> None:
-    from pdd_plan.model.step_fit import PHASES
+    from pdd_plan.model.compute.step_fit import PHASES
 
     p = c.profile
     console.print(
@@ -92,7 +93,7 @@ def _graph_sizes(files: list[Path]) -> dict[str, int]:
 @app.command("steps")
 def steps(
     files: list[Path] = typer.Argument(..., help="FPM CSVs (.csv or .csv.gz) or plain CSVs"),
-    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write"),
+    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write (.yaml)"),
     model: str | None = typer.Option(None, help="catalog model id (when no index.csv says)"),
     gpu: str | None = typer.Option(None, help="catalog GPU id (when no index.csv says)"),
     tp: int | None = parallel_size_option("--tp", "tensor-parallel"),
@@ -112,7 +113,7 @@ def steps(
         True, "--cv/--no-cv", help="cross-validated error (one fit per configuration)"
     ),
     accept_poor_fit: bool = accept_poor_fit_option(),
-    format: Format = typer.Option(Format.table, "--format"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Fit the step-time model to measured iterations and write an engine profile.
 
@@ -120,10 +121,10 @@ def steps(
     from the options; the plain CSV may carry them per row. Refused (exit 2): a fit above
     the datasheet peak or at a bound, or with a median error above 25 % (README).
     """
-    from pdd_plan.calibration import calibrate_steps
+    from pdd_plan.stages.calibrating.calibration import calibrate_steps
 
     _check(out, name, {"tp": tp, "ep": ep, "dp": dp, "cuda-graph-max-tokens": graph_tokens})
-    check_outputs(files, {"--out": out})
+    check_outputs(files, {"--out": out}, formats={"--out": YAML_ONLY})
     options = dict(model=model, gpu=gpu, tp=tp, ep=ep, dp=dp, kv_dtype=kv_dtype)
     sizes = {f.name: graph_tokens for f in files} if graph_tokens else _graph_sizes(files)
     result = calibrate_steps(
@@ -131,8 +132,8 @@ def steps(
     )
     write_atomic(out, profile_yaml(result.profile))
     warn_poor_fit(result.profile)
-    if format is Format.json:
-        print_json(calibrate_data(result, out))
+    if format.structured:
+        print_structured(calibrate_data(result, out), format)
         return
     _print(result, out)
 

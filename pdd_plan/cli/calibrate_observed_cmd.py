@@ -9,9 +9,10 @@ import math
 import typer
 
 from pdd_plan.cli.calibrate_serving_cmd import accept_poor_fit_option, check_common, warn_poor_fit
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
+from pdd_plan.cli.output_formats import YAML_ONLY
 from pdd_plan.cli.output_paths import check_outputs
-from pdd_plan.model.engine_profile import PARAMETERS
+from pdd_plan.model.compute.engine_profile import PARAMETERS
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
 
@@ -54,7 +55,7 @@ def _points(c) -> list[dict]:
 
 
 def observed_data(c, out: str) -> dict:
-    from pdd_plan.calibration_observed import CONTRADICTION_FRAC
+    from pdd_plan.stages.calibrating.calibration_observed import CONTRADICTION_FRAC
 
     points = _points(c)
     return {
@@ -120,7 +121,7 @@ def observed(
     observed_file: str = typer.Argument(
         ..., metavar="OBSERVED", help="operating points: offered_rps, ttft_s / tpot_ms (YAML)"
     ),
-    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write"),
+    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write (.yaml)"),
     name: str | None = typer.Option(None, help="the profile's id (default observed_SCENARIO)"),
     fit: list[str] = typer.Option(
         None,
@@ -128,7 +129,7 @@ def observed(
         help="an engine parameter to fit (repeat; default compute and memory efficiency)",
     ),  # fmt: skip
     accept_poor_fit: bool = accept_poor_fit_option(),
-    format: Format = typer.Option(Format.table, "--format"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Fit engine parameters to a running deployment's operating points.
 
@@ -145,11 +146,12 @@ def observed(
     an efficiency above the datasheet peak or at a bound (--accept-poor-fit keeps the
     last two, marked). Then `compare` and `solve` with `--engine-profile` plan with it.
     """
-    from pdd_plan.calibration_observed import FITTED, calibrate_observed
     from pdd_plan.loaders.scenario import resolve_scenario_path
+    from pdd_plan.stages.calibrating.calibration_observed import FITTED, calibrate_observed
 
     check_common(out, name, {})
-    check_outputs([resolve_scenario_path(scenario), plan, observed_file], {"--out": out})
+    check_outputs([resolve_scenario_path(scenario), plan, observed_file], {"--out": out},
+                  formats={"--out": YAML_ONLY})  # fmt: skip
     result = calibrate_observed(
         scenario, plan, observed_file, name, accept_poor_fit=accept_poor_fit,
         fit=tuple(fit) if fit else FITTED,
@@ -158,7 +160,7 @@ def observed(
     write_atomic(out, profile_yaml(result.profile))
     warn_poor_fit(result.profile)
     data = observed_data(result, out)
-    if format is Format.json:
-        print_json(data)
+    if format.structured:
+        print_structured(data, format)
         return
     _print(data, out)

@@ -8,12 +8,13 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.bounds import MAX_TOKENS, bounded, check_id_option, parallel_size_option
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
+from pdd_plan.cli.output_formats import YAML_ONLY
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError, visible
+from pdd_plan.model.units import DTYPE_BYTES
 from pdd_plan.report.engine_profile_file import profile_yaml
 from pdd_plan.report.files import write_atomic
-from pdd_plan.units import DTYPE_BYTES
 
 
 def check_common(out: str, name: str | None, dtypes: dict) -> None:
@@ -92,7 +93,7 @@ def serving(
     files: list[Path] = typer.Argument(
         ..., help="vLLM bench serve JSON, SGLang bench_serving JSONL, genai-perf JSON, or CSV"
     ),
-    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write"),
+    out: str = typer.Option(..., "-o", "--out", help="the profile YAML to write (.yaml)"),
     model: str | None = typer.Option(None, help="catalog model id (over the file's)"),
     gpu: str | None = typer.Option(None, help="catalog GPU id (over the file's)"),
     tp: int | None = parallel_size_option("--tp", "tensor-parallel"),
@@ -109,7 +110,7 @@ def serving(
         True, "--cv/--no-cv", help="leave-one-run-out error (one fit per run)"
     ),
     accept_poor_fit: bool = accept_poor_fit_option(),
-    format: Format = typer.Option(Format.table, "--format"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:  # fmt: skip
     """Fit an engine profile to serving-benchmark results and write it.
 
@@ -123,10 +124,10 @@ def serving(
     Refused (exit 2): a fit above the datasheet peak or at a bound, or with a median error
     above 25 % (--accept-poor-fit keeps it, marked).
     """
-    from pdd_plan.calibration_serving import calibrate_serving
+    from pdd_plan.stages.calibrating.calibration_serving import calibrate_serving
 
     check_common(out, name, {"--weight-dtype": weight_dtype, "--kv-dtype": kv_dtype})
-    check_outputs(files, {"--out": out})
+    check_outputs(files, {"--out": out}, formats={"--out": YAML_ONLY})
     options = dict(model=model, gpu=gpu, tp=tp, ep=ep, dp=dp, kv_dtype=kv_dtype)
     options.update(weight_dtype=weight_dtype, max_batched_tokens=max_batched_tokens)
     result = calibrate_serving(
@@ -134,7 +135,7 @@ def serving(
     )
     write_atomic(out, profile_yaml(result.profile))
     warn_poor_fit(result.profile)
-    if format is Format.json:
-        print_json(serving_data(result, out))
+    if format.structured:
+        print_structured(serving_data(result, out), format)
         return
     _print(result, out)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from pdd_plan.cli.output import Format, print_json, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, print_structured, table
 from pdd_plan.errors import InputError
 
 app = typer.Typer(help="GPUs and WAN line tiers of the hardware catalog.", no_args_is_help=True)
-FORMAT = typer.Option(Format.table, "--format", help="table or json")
+FORMAT = typer.Option(Format.table, "--format", help=FORMAT_HELP)
 
 
 @app.command("list")
@@ -18,8 +18,8 @@ def list_entries(format: Format = FORMAT) -> None:
     from pdd_plan.report import views
 
     data = views.catalog_listing(Catalog())
-    if format is Format.json:
-        print_json(data)
+    if format.structured:
+        print_structured(data, format)
         return
     table(
         "GPUs",
@@ -78,8 +78,8 @@ def show(
     catalog = Catalog()
     if entry_id in catalog.gpus:
         data = views.gpu_detail(catalog.gpus[entry_id])
-        if format is Format.json:
-            print_json(data)
+        if format.structured:
+            print_structured(data, format)
             return
         rows = [
             [k, v["value"], v["basis"], v["source"], v["note"]] for k, v in data["fields"].items()
@@ -88,8 +88,8 @@ def show(
         return
     if entry_id in catalog.lines:
         data = views.line_summary(catalog.lines[entry_id])
-        if format is Format.json:
-            print_json(data)
+        if format.structured:
+            print_structured(data, format)
             return
         table(
             f"{data['name']} ({data['id']})", ["field", "value"], [[k, v] for k, v in data.items()]

@@ -7,7 +7,7 @@ from collections import Counter
 import typer
 
 from pdd_plan.cli.bounds import time_limit_option
-from pdd_plan.cli.output import Format, console, print_json, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, table
 from pdd_plan.report.md_format import ARCH_NAMES
 
 
@@ -24,7 +24,7 @@ def compare(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Optimise every architecture on the same scenario and print them side by side."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
@@ -33,8 +33,8 @@ def compare(
     from pdd_plan.api import compare_architectures
 
     result = compare_architectures(scenario, time_limit_s=time_limit)
-    if format is Format.json:
-        print_json(result)
+    if format.structured:
+        print_structured(result, format)
     else:
         _print_table(result)
     _refuse_if_none_has_a_plan(result)

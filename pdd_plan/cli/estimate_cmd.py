@@ -14,13 +14,13 @@ from pdd_plan.cli.estimate_serving import (
     serving_data,
     serving_load,
 )
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 from pdd_plan.errors import InputError, Problem
-from pdd_plan.units import DTYPE_BYTES, MS_S, format_bytes
+from pdd_plan.model.units import DTYPE_BYTES, MS_S, format_bytes
 
 if TYPE_CHECKING:  # the catalog and the models load when the command runs, not at --help
     from pdd_plan.loaders.catalog import Catalog
-    from pdd_plan.model.roofline import Instance
+    from pdd_plan.model.compute.roofline import Instance
 
 PARTS = ("compute_s", "memory_s", "comm_s", "overhead_s", "total_s")
 
@@ -33,7 +33,7 @@ def _check(problems: list[Problem], option: str, value, ok: bool, expected: str,
 def _validate(catalog: Catalog, gpu, weight_dtype, kv_dtype, parallelism) -> None:
     """The ids and names (the numbers are checked by their options' bounds)."""
     from pdd_plan.loaders.strict import did_you_mean
-    from pdd_plan.model.roofline import PARALLELISMS
+    from pdd_plan.model.compute.roofline import PARALLELISMS
 
     problems: list[Problem] = []
     known_gpus = list(catalog.gpus)
@@ -171,7 +171,7 @@ def estimate(
         8192, "--max-batched-tokens", low=1, high=MAX_TOKENS,
         help="the engine's token budget per iteration (chunked prefill)",
     ),
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:  # fmt: skip
     """One instance's prefill time, decode step (TPOT) and max batch, with the roofline
     breakdown: compute vs memory vs communication vs fixed overhead.
@@ -189,8 +189,8 @@ def estimate(
     """
     from pdd_plan.loaders.catalog import Catalog
     from pdd_plan.loaders.engine_profile import profile_summary, use_engine_profile
-    from pdd_plan.model.engine_profile import IDENTITY
-    from pdd_plan.model.roofline import Instance
+    from pdd_plan.model.compute.engine_profile import IDENTITY
+    from pdd_plan.model.compute.roofline import Instance
 
     profile = use_engine_profile(engine_profile) or IDENTITY
     catalog = Catalog()
@@ -219,8 +219,8 @@ def estimate(
         data["engine_profile"] = profile_summary(profile, [gpu])
     if load is not None:
         data["serving"] = serving_data(inst, load)
-    if format is Format.json:
-        print_json(data)
+    if format.structured:
+        print_structured(data, format)
         return
     _print_table(data)
     if load is not None:

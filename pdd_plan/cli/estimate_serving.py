@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from pdd_plan.cli.output import console, table
 from pdd_plan.errors import InputError
-from pdd_plan.units import MS_S
+from pdd_plan.model.units import MS_S
 
 if TYPE_CHECKING:
-    from pdd_plan.model.roofline import Instance
+    from pdd_plan.model.compute.roofline import Instance
     from pdd_plan.sim.aggregated import Load
 
 MAX_SERVING_REQUESTS = 100_000  # a closed loop of 100,000 requests takes a few seconds

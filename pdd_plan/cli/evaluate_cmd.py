@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 
 
 def _seconds(value) -> str:
@@ -17,7 +17,7 @@ def evaluate(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Predict TTFT/TPOT percentiles, goodput, cost and BCR of a given deployment."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
@@ -27,12 +27,12 @@ def evaluate(
 
     result = evaluate_plan(scenario, plan)
     if not result["metrics"]["role_utilization_frac"]:  # saturated: say where and how much
-        from pdd_plan.saturation import saturation_of_files
+        from pdd_plan.stages.solving.saturation import saturation_of_files
 
         result["saturation"] = saturation_of_files(scenario, plan,
                                                    result["metrics"]["goodput_rps"])  # fmt: skip
-    if format is Format.json:
-        print_json(result)
+    if format.structured:
+        print_structured(result, format)
         return
     print_result(result, verdict_first=True)
 

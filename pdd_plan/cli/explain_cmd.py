@@ -9,7 +9,15 @@ import typer
 from rich.text import Text
 
 from pdd_plan.cli.bounds import time_limit_option
-from pdd_plan.cli.output import Format, check_architecture, console, print_json, safe, table
+from pdd_plan.cli.output import (
+    FORMAT_HELP,
+    Format,
+    check_architecture,
+    console,
+    print_structured,
+    safe,
+    table,
+)
 
 MAX_EXAMPLES = 3  # pruned candidates named per reason in the table
 
@@ -25,7 +33,7 @@ def explain(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Binding constraints, what relaxing each is worth, pruned candidates, binding role."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
@@ -36,8 +44,8 @@ def explain(
     if architecture is not None:  # else the one `solve` recommends
         check_architecture(architecture)
     result = explain_scenario(scenario, architecture, time_limit_s=time_limit)
-    if format is Format.json:
-        print_json(result)
+    if format.structured:
+        print_structured(result, format)
         return
     print_explanation(result)
 
@@ -134,7 +142,7 @@ def print_explanation(result: dict) -> None:
         ["role", "utilisation"],
         [[role, f"{u:.1%}"] for role, u in roles["utilization_frac"].items() if u is not None],
     )
-    if roles.get("decode_split"):  # a mixed decode role (model/mixed_pool.py)
+    if roles.get("decode_split"):  # a mixed decode role (model/decode/mixed_pool.py)
         table(
             "How the router splits the mixed decode role (by capacity at the TPOT batch)",
             ["group", "share", "batch/instance", "utilisation", "slot wait"],

@@ -8,16 +8,17 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.bounds import MAX_TOKENS, bounded, check_id_option, id_from_text
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
+from pdd_plan.cli.output_formats import CATALOG_ENTRY, JSON, named_extension
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.errors import InputError
+from pdd_plan.model.units import DTYPE_BYTES, format_bytes, format_count
 from pdd_plan.report.files import write_atomic
-from pdd_plan.units import DTYPE_BYTES, format_bytes, format_count
 
 app = typer.Typer(
     help="Models of the catalog: KV bytes, weights, FLOPs; import HF configs.", no_args_is_help=True
 )
-FORMAT = typer.Option(Format.table, "--format", help="table or json")
+FORMAT = typer.Option(Format.table, "--format", help=FORMAT_HELP)
 
 
 def _dtype(value: str | None, option: str) -> str | None:
@@ -45,8 +46,8 @@ def list_models(
     _dtype(kv_dtype, "--kv-dtype")
     catalog = Catalog()
     data = [views.model_summary(catalog.model(m), kv_dtype) for m in catalog.model_ids()]
-    if format is Format.json:
-        print_json(data)
+    if format.structured:
+        print_structured(data, format)
         return
     table(
         "Models",
@@ -92,8 +93,8 @@ def show(
     _dtype(weight_dtype, "--weight-dtype")
     model = Catalog().model(model_id)
     d = views.model_detail(model, kv_dtype, weight_dtype, context)
-    if format is Format.json:
-        print_json(d)
+    if format.structured:
+        print_structured(d, format)
         return
     console.print(
         f"[bold]{safe(model.name)}[/] ({model.id}), {model.architecture}, {d['layers']} layers"
@@ -137,13 +138,30 @@ def show(
         console.print(f"notes: {safe(model.notes)}")
 
 
+def _entry_as_json(output: Path | None, format: Format, named: str | None) -> bool:
+    """JSON or YAML: as the -o file's extension names it, else as --format asks (JSON
+    for json, the catalog's YAML for table and yaml); a --format that contradicts the
+    extension is refused, since one of the two would be ignored."""
+    if output is None or not named_extension(str(output)):
+        return format is Format.json
+    if format.structured and format.value.upper() != named:
+        raise InputError.single(
+            str(output), "--output", f"a {named} file name with --format {format.value}",
+            f"a name ending {CATALOG_ENTRY.extensions[format.value.upper()][0]} for "
+            f"--format {format.value}, or no --format (the extension chooses)",
+        )  # fmt: skip
+    return named == JSON
+
+
 @app.command("import")
 def import_config(
     config: Path = typer.Argument(..., help="a Hugging Face config.json"),
     model_id: str = typer.Option(None, "--id", help="catalog id (default: from name)"),
     name: str = typer.Option(None, "--name", help="display name (default: file stem)"),
     source: str = typer.Option(None, "--source", help="where the config came from"),
-    output: Path = typer.Option(None, "--output", "-o", help="write the YAML here"),
+    output: Path = typer.Option(
+        None, "--output", "-o", help="write the entry here: x.yaml YAML, x.json JSON"
+    ),
     format: Format = FORMAT,
 ) -> None:
     """Turn a Hugging Face config.json into a catalog entry (printed, or written with -o)."""
@@ -154,15 +172,16 @@ def import_config(
     from pdd_plan.loaders.strict import load_yaml
 
     check_id_option("--id", model_id)
-    check_outputs([config], {"--output": output})
+    chosen = check_outputs([config], {"--output": output}, formats={"--output": CATALOG_ENTRY})
+    as_json = _entry_as_json(output, format, chosen.get("--output"))
     data = load_yaml(config, "a Hugging Face config.json")  # JSON is YAML
     name = name or config.stem.removesuffix("_config")
     model_id = model_id or id_from_text(name)
     entry = import_hf_config(data, str(config), model_id, name, source or str(config))
     model_from_dict(entry, str(config))  # the entry must load back
-    if format is Format.json:
+    if as_json:
         text = json.dumps(entry, indent=2) + "\n"
-    else:
+    else:  # the catalog's own form
         text = f"# Imported by `pdd-plan model import` from {config.name}\n" + yaml.safe_dump(
             entry, sort_keys=False, default_flow_style=None, width=100
         )

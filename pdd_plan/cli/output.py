@@ -1,4 +1,4 @@
-"""Printing for the CLI: rich tables on a terminal, JSON when asked.
+"""Printing for the CLI: rich tables on a terminal, JSON or YAML when asked.
 
 User text (scenario names, file paths, catalog names, values echoed back) reaches the
 terminal only through `safe` (in a markup string) or `table` (plain cells): its rich markup
@@ -39,10 +39,36 @@ def safe(value) -> str:
 class Format(StrEnum):
     table = "table"
     json = "json"
+    yaml = "yaml"
+
+    @property
+    def structured(self) -> bool:
+        """JSON or YAML: the answer as data for a program, no tables or bars."""
+        return self is not Format.table
+
+
+FORMAT_HELP = "table, json or yaml (the JSON's content as YAML)"
 
 
 def print_json(data) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def yaml_text(data) -> str:
+    """`data` as YAML with the content its JSON has, key for key and in its order: it goes
+    through JSON first (tuples become lists, keys strings, as `json.dumps` makes them)."""
+    import yaml
+
+    plain = json.loads(json.dumps(data))
+    return yaml.safe_dump(plain, sort_keys=False, allow_unicode=True)
+
+
+def print_structured(data, format: Format) -> None:
+    """The answer as `--format json` or `--format yaml` asks."""
+    if format is Format.yaml:
+        sys.stdout.write(yaml_text(data))
+    else:
+        print_json(data)
 
 
 def fmt(value, digits: int = 3) -> str:

@@ -13,7 +13,8 @@ a folder that cannot take a new file (probed by creating one, so a read-only fil
 shows too); a name longer than the file system allows; a block device or socket.
 `--out DIR` must be new, empty, or an earlier pdd-plan output folder (only the files a run
 writes), since it is replaced whole; it may not hold an input or another output, and an
-existing one without its owner's write bit (chmod a-w) is refused, as a file is.
+existing one without its owner's write bit (chmod a-w) is refused, as a file is. Last, a
+file whose extension names a format its option does not write (output_formats.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pdd_plan.cli import output_guard
+from pdd_plan.cli.output_formats import Formats, output_formats
 from pdd_plan.cli.output_guard import holds, identity
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.input_files import opened_inputs
@@ -49,9 +51,13 @@ def check_outputs(
     inputs: Iterable[str | os.PathLike | None] = (),
     files: Mapping[str, str | os.PathLike | None] | None = None,
     folders: Mapping[str, str | os.PathLike | None] | None = None,
-) -> None:
+    *,
+    formats: Mapping[str, Formats] | None = None,
+) -> dict[str, str]:
     """Refuse (InputError) the first output path in `files` / `folders` (option -> path,
-    None when not given) that cannot be written or would replace an input."""
+    None when not given) that cannot be written or would replace an input, or whose
+    extension names a format its option (in `formats`) does not write. Returns each
+    file's format: option -> format (output_formats.py), for the options of `formats`."""
     sources = [str(p) for p in inputs if p is not None and os.path.exists(p)]
     sources += [p for p in opened_inputs().values() if p not in sources]
     files = {k: str(v) for k, v in (files or {}).items() if v is not None}
@@ -62,7 +68,9 @@ def check_outputs(
         _check_not_inside(option, path, sources, files)
         _check_folder(option, path)
     _check_distinct(sources, {**files, **folders})
+    chosen = output_formats(files, formats or {})
     output_guard.declare(files, folders)
+    return chosen
 
 
 def _refuse(path: str, option: str, found: str, expected: str) -> InputError:

@@ -10,11 +10,13 @@ import typer
 
 from pdd_plan.cli.bounds import jobs_option, time_limit_option
 from pdd_plan.cli.output import check_architecture, console, safe
+from pdd_plan.cli.output_formats import HTML_ONLY, MARKDOWN_ONLY
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.progress import bars, progress_option, step
 from pdd_plan.errors import InputError
 from pdd_plan.report.files import write_atomic
 
+OUTPUT_FORMATS = {"--output": HTML_ONLY, "--markdown": MARKDOWN_ONLY}
 # the bathtub plot's points: each starts a solve, two where the report also draws a
 # baseline architecture (report_build.extra_points), so 999 values started 2,002 solves;
 # 32 points draw a smooth curve, and a finer one is a sweep of the hit-rate mean
@@ -60,7 +62,7 @@ def _write(output: str, markdown: str | None, result) -> None:
 
 def report(
     scenario: str = typer.Argument(None, help="a scenario file or shipped name (default: default)"),
-    output: str = typer.Option(..., "-o", "--output", help="the HTML file to write"),
+    output: str = typer.Option(..., "-o", "--output", help="the HTML file to write (.html)"),
     architecture: str = typer.Option(
         None,
         "--architecture",
@@ -71,7 +73,7 @@ def report(
     hit_rates: str = typer.Option(
         None, "--hit-rates", help="mean hit rates of the bathtub plot (default 0.3,0.5,...,0.98)"
     ),
-    markdown: str = typer.Option(None, "--markdown", help="also write the Markdown report"),
+    markdown: str = typer.Option(None, "--markdown", help="also write the Markdown report (.md)"),
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
@@ -83,13 +85,13 @@ def report(
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
     if architecture is not None:
         check_architecture(architecture)
-    check_outputs([scenario], {"--output": output, "--markdown": markdown})
+    check_outputs([scenario], {"--output": output, "--markdown": markdown}, formats=OUTPUT_FORMATS)
     means = _hit_means(hit_rates)
     start = time.perf_counter()
-    from pdd_plan.report_pool import start_drawer
+    from pdd_plan.stages.reporting.report_pool import start_drawer
 
     start_drawer()  # forked now: it imports matplotlib as this process imports the solver
-    from pdd_plan.report_build import HIT_MEANS, build
+    from pdd_plan.stages.reporting.report_build import HIT_MEANS, build
 
     def say(text: str) -> None:
         typer.echo(f"report: {text}...", err=True)

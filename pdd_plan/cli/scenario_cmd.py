@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 
 app = typer.Typer(help="Check scenario files; print a documented template.", no_args_is_help=True)
 
@@ -14,7 +14,7 @@ def validate(
     scenario: str = typer.Argument(
         None, help="a scenario file or shipped name (default: the embedded default)"
     ),
-    format: Format = typer.Option(Format.table, "--format"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Check a scenario strictly and summarise it; every problem is reported at once."""
     from pdd_plan.loaders.catalog import Catalog  # the catalog loads when a command runs
@@ -24,8 +24,8 @@ def validate(
     catalog = Catalog()
     s = load_scenario(resolve_scenario_path(scenario), catalog)
     d = views.scenario_summary(s, catalog)
-    if format is Format.json:
-        print_json({"valid": True, "scenario": d})
+    if format.structured:
+        print_structured({"valid": True, "scenario": d}, format)
         return
     console.print(f"[green]valid[/]: {safe(d['file'])} ({safe(d['name'])})")
     table(

@@ -6,7 +6,8 @@ import typer
 
 from pdd_plan.cli.bounds import MAX_REQUESTS, MAX_SEED, MAX_WARMUP_FRAC, bounded
 from pdd_plan.cli.evaluate_cmd import _seconds
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
+from pdd_plan.cli.output_formats import CSV_ONLY
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.progress import bars, progress_option, step
 
@@ -30,9 +31,9 @@ def simulate(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
     trace_out: str | None = typer.Option(
-        None, "--trace-out", help="write a per-request CSV (times of every stage)"
+        None, "--trace-out", help="write a per-request CSV, .csv (times of every stage)"
     ),
     progress: bool = progress_option(),
 ) -> None:
@@ -46,8 +47,8 @@ def simulate(
     from pdd_plan.sim.entry import simulate_plan
     from pdd_plan.sim.trace_csv import write_trace_csv
 
-    check_outputs([scenario, plan], {"--trace-out": trace_out})
-    with bars(progress, format is Format.json) as shown:
+    check_outputs([scenario, plan], {"--trace-out": trace_out}, formats={"--trace-out": CSV_ONLY})
+    with bars(progress, format.structured) as shown:
         metrics, run = simulate_plan(scenario, plan, requests, seed, warmup_frac, progress=shown)
         if trace_out:  # streamed to a file beside the target, renamed when whole
 
@@ -62,8 +63,8 @@ def simulate(
         "plan": plan_json(run.setup.deployment),
         "metrics": metrics,
     }
-    if format is Format.json:
-        print_json(result)
+    if format.structured:
+        print_structured(result, format)
         return
     print_result(result)
 

@@ -4,17 +4,38 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 import typer
 
 from pdd_plan import __version__
 from pdd_plan.cli.bounds import bounded, time_limit_option
 from pdd_plan.cli.evaluate_cmd import print_result
-from pdd_plan.cli.output import Format, check_architecture, console, print_json
+from pdd_plan.cli.objective import (
+    GOVERNED_KEYS,
+    check_objective,
+    forced_objective,
+    governed,
+    governed_text,
+    objective_option,
+    scenario_kind,
+)
+from pdd_plan.cli.output import FORMAT_HELP, Format, check_architecture, console, print_structured
+from pdd_plan.cli.output_formats import CSV_ONLY, HTML, LP_ONLY, REPORT
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.progress import bars, progress_option, step
 from pdd_plan.errors import InfeasibleError, UnprovenError
 from pdd_plan.report.files import write_atomic, write_folder
+
+OUTPUT_FORMATS = {"--dump-lp": LP_ONLY, "--bom": CSV_ONLY, "--report": REPORT}
+
+
+class _Outputs(NamedTuple):
+    dump_lp: str | None
+    bom: str | None
+    report: str | None
+    report_format: str | None  # output_formats.MARKDOWN or HTML
+    out: str | None
 
 
 def write_outputs(folder: Path, result: dict, files, report_md: str | None = None) -> None:
@@ -28,6 +49,7 @@ def write_outputs(folder: Path, result: dict, files, report_md: str | None = Non
         "objective": result["solver"]["objective"],
         "mip_gap_rel_limit": MIP_GAP_REL,
         "wall_s": result["solver"]["wall_s"],
+        **{k: result["solver"][k] for k in GOVERNED_KEYS if k in result["solver"]},
     }
     contents = {
         "plan.json": json.dumps(result, indent=2) + "\n",
@@ -49,19 +71,19 @@ def _infeasible(scenario, architecture, result, files, time_limit, format) -> No
     if "confidence" in result:  # the limits it missed were the SLA's divided by the margin
         answer["confidence"] = result["confidence"]
         answer["reason"] += f" (sized with a margin: {result['confidence']['text']})"
-    if format is Format.json:
-        print_json(answer)
+    if format.structured:
+        print_structured(answer, format)
     raise InfeasibleError(answer["reason"])
 
 
 def _unproven(result, files, format) -> None:
-    """No plan found, none proven impossible (pdd_plan/unproven.py): with `--format json`
+    """No plan found, none proven impossible (stages/solving/unproven.py): with `--format json`
     the answer on stdout too; always exit 5 with the one line on stderr."""
-    from pdd_plan.unproven import answer
+    from pdd_plan.stages.solving.unproven import answer
 
     found = answer(result["scenario"], result, files.solved_each if files else ())
-    if format is Format.json:
-        print_json(found)
+    if format.structured:
+        print_structured(found, format)
     raise UnprovenError(found["reason"])
 
 
@@ -76,15 +98,25 @@ def _solve(solve_scenario, scenario, architecture, time_limit, shown, confidence
                                                      confidence=confidence))  # fmt: skip
 
 
-def _write(result, files, report_md, dump_lp, bom, report, out) -> None:
-    if dump_lp and files.lp_text:
-        write_atomic(dump_lp, files.lp_text)
-    if bom:
-        write_atomic(bom, files.bom_csv)
-    if report:
-        write_atomic(report, report_md)
-    if out:
-        write_outputs(Path(out), result, files, report_md)
+def _write(result, files, report_md, report_text, outputs: _Outputs) -> None:
+    if outputs.dump_lp and files.lp_text:
+        write_atomic(outputs.dump_lp, files.lp_text)
+    if outputs.bom:
+        write_atomic(outputs.bom, files.bom_csv)
+    if outputs.report:
+        write_atomic(outputs.report, report_text)
+    if outputs.out:
+        write_outputs(Path(outputs.out), result, files, report_md)
+
+
+def _report_text(report_md: str, result: dict, report_format: str) -> str:
+    """The sizing report as its file's name asks: Markdown, or the same as an HTML page
+    (the page `pdd-plan report` writes, without the plots it solves more for)."""
+    if report_format != HTML:
+        return report_md
+    from pdd_plan.report.html import render_html
+
+    return render_html(report_md, result, [])
 
 
 def print_choice(result: dict) -> None:
@@ -103,14 +135,22 @@ def solve(
         "--architecture",
         help="force pdd, cdc_pd, idc_pd or colocated (default: the best the scenario allows)",
     ),
+    objective: str | None = objective_option(),
     time_limit: float = time_limit_option(),
     dump_lp: str = typer.Option(None, "--dump-lp", help="write the winning MILP as an LP file"),
     bom: str = typer.Option(None, "--bom", help="write the bill of materials as CSV"),
     report: str = typer.Option(
-        None, "--report", help="write the sizing report as Markdown (solves its sensitivity cases)"
+        None,
+        "--report",
+        help="write the sizing report (solves its sensitivity cases): x.md Markdown, x.html "
+        "the same as one self-contained page (`pdd-plan report` adds the plots)",
     ),
     out: str = typer.Option(
-        None, "--out", help="write plan.json, bom.csv, report.md, scenario.json, run.json"
+        None,
+        "--out",
+        help="write the folder DIR: plan.json (the answer), bom.csv, the sizing report "
+        "report.md (so it solves the sensitivity cases, as --report), scenario.json (the "
+        "scenario as solved) and run.json (version, solver, objective, wall time)",
     ),
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
@@ -123,20 +163,35 @@ def solve(
         help="size so the SLA holds at this quantile of the engine profile's held-out "
         "error (a profile from calibrate observed); the answer says the margin and its cost",
     ),  # fmt: skip
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
     progress: bool = progress_option(),
 ) -> None:
     """Choose P, RLD and MD instances, GPU types, line tiers and routing policy."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
-    from pdd_plan.api import sizing_report, solve_scenario
-
     if architecture is not None:
         check_architecture(architecture)
-    outputs = {"--dump-lp": dump_lp, "--bom": bom, "--report": report}
-    check_outputs([scenario], outputs, {"--out": out})
-    with bars(progress, format is Format.json) as shown:
+    check_objective(objective)
+    paths = {"--dump-lp": dump_lp, "--bom": bom, "--report": report}
+    chosen = check_outputs([scenario], paths, {"--out": out}, formats=OUTPUT_FORMATS)
+    said = governed(objective, scenario_kind(scenario) if objective else None)
+    outputs = _Outputs(dump_lp, bom, report, chosen.get("--report"), out)
+    with forced_objective(objective):
+        result = _solved_and_written(scenario, architecture, time_limit, confidence, format,
+                                     progress, outputs, said)  # fmt: skip
+    if format.structured:
+        print_structured(result, format)
+        return
+    _print_table(result)
+
+
+def _solved_and_written(scenario, architecture, time_limit, confidence, format, progress,
+                        outputs: _Outputs, said: dict) -> dict:  # fmt: skip
+    """The answer, with every file asked for written (computed first, then written)."""
+    from pdd_plan.api import sizing_report, solve_scenario
+
+    with bars(progress, format.structured) as shown:
         try:
             result, files = _solve(solve_scenario, scenario, architecture, time_limit, shown,
                                    confidence)  # fmt: skip
@@ -146,9 +201,10 @@ def solve(
             _infeasible(scenario, architecture, result, files, time_limit, format)
         if result["status"] == "unproven":  # stopped before a plan or a proof: exit 5
             _unproven(result, files, format)
+        result["solver"].update(said)  # which objective governed, when --objective did
         report_md = None
-        if report or out:  # everything is computed before the first file is written
-            if format is not Format.json and shown is None:
+        if outputs.report or outputs.out:  # everything is computed before the first write
+            if not format.structured and shown is None:
                 typer.echo(
                     "sizing report: solving the price and hit-rate cases and explaining...",
                     err=True,
@@ -159,14 +215,15 @@ def solve(
                 progress=shown, solved_run=files.run,
             )  # fmt: skip
             if "confidence" in result:
-                from pdd_plan.confidence import report_section
+                from pdd_plan.stages.solving.confidence import report_section
 
                 report_md += report_section(result["confidence"]["text"])
-        step(shown, "writing the files", lambda: _write(result, files, report_md, dump_lp,
-                                                         bom, report, out))  # fmt: skip
-    if format is Format.json:
-        print_json(result)
-        return
+        text = _report_text(report_md, result, outputs.report_format) if outputs.report else None
+        step(shown, "writing the files", lambda: _write(result, files, report_md, text, outputs))
+    return result
+
+
+def _print_table(result: dict) -> None:
     print_choice(result)
     print_result(result)
     if "confidence" in result:
@@ -175,8 +232,9 @@ def solve(
     each = s.get("architectures_solved")
     console.print(
         (f"{each} architectures solved" if each else "solved")
-        + f" in {s['wall_s']:.1f} s with {s['name']} (objective {s['objective']}, "
-        f"sized for {s['sized_rate_rps']:.3g} req/s); {len(s['pruned_candidates'])} "
+        + f" in {s['wall_s']:.1f} s with {s['name']} (objective {s['objective']}"
+        + governed_text(s)
+        + f", sized for {s['sized_rate_rps']:.3g} req/s); {len(s['pruned_candidates'])} "
         "candidates pruned (`--format json` lists them with the reason)"
     )
     if s.get("stopped"):  # a plan, but the search stopped before proving it the best

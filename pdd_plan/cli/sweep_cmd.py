@@ -10,7 +10,15 @@ import typer
 
 from pdd_plan import __version__
 from pdd_plan.cli.bounds import jobs_option, time_limit_option
-from pdd_plan.cli.output import Format, check_architecture, console, print_json, safe, table
+from pdd_plan.cli.output import (
+    FORMAT_HELP,
+    Format,
+    check_architecture,
+    console,
+    print_structured,
+    safe,
+    table,
+)
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.progress import forced, progress_option, wanted
 from pdd_plan.report.files import write_folder
@@ -68,8 +76,8 @@ def run_with_progress(
     """The sweep's rows with a progress bar (and ETA) on stderr where `bar` (shown, forced)
     says, and the wall time. Each new row goes to `journal` as it ends; the rows in `done`
     (resumed) count as done."""
-    from pdd_plan import sweep as sw
-    from pdd_plan.sweep_journal import as_stored
+    from pdd_plan.stages.sweeping import sweep as sw
+    from pdd_plan.stages.sweeping.sweep_journal import as_stored
 
     done = done or {}
     start = time.perf_counter()
@@ -158,7 +166,7 @@ def _print_table(sweep, rows: list[dict]) -> None:
 def _check_executor(executor: str, ray_address: str | None, resume: bool, out) -> None:
     """The executor options, checked before any work (Ray itself imported only if asked)."""
     from pdd_plan.errors import InputError
-    from pdd_plan.sweep import EXECUTORS
+    from pdd_plan.stages.sweeping.sweep import EXECUTORS
 
     if executor not in EXECUTORS:
         raise InputError.single("command line", "--executor", repr(executor), "local or ray")
@@ -169,7 +177,7 @@ def _check_executor(executor: str, ray_address: str | None, resume: bool, out) -
         raise InputError.single("command line", "--resume", "it without --out",
                                 "--out DIR naming the interrupted sweep's folder")  # fmt: skip
     if executor == "ray":
-        from pdd_plan.sweep_ray import import_ray, probe
+        from pdd_plan.stages.sweeping.sweep_ray import import_ray, probe
 
         import_ray()
         if ray_address is not None:
@@ -178,7 +186,7 @@ def _check_executor(executor: str, ray_address: str | None, resume: bool, out) -
 
 def _journal(out: str, spec, catalog, resume: bool):
     """The journal in `out` (opened, locked) and the rows it already holds."""
-    from pdd_plan.sweep_journal import open_journal, sweep_key
+    from pdd_plan.stages.sweeping.sweep_journal import open_journal, sweep_key
 
     journal, done, replaced = open_journal(out, sweep_key(spec, catalog.root), spec.points,
                                            resume)  # fmt: skip
@@ -204,7 +212,12 @@ def sweep(
     jobs: int = jobs_option(),
     time_limit: float = time_limit_option(),
     out: str = typer.Option(
-        None, "--out", help="write sweep.csv, sweep.json, run.json and the plots"
+        None,
+        "--out",
+        help="write the folder DIR: sweep.csv and sweep.json (every point), run.json (the "
+        "run's settings) and the plots as SVG and PNG (pareto.*, composition.*, and "
+        "bathtub.* when the hit rate varies, cost.* and bcr.* when the first axis is a "
+        "number); while it runs, DIR/.sweep-journal.jsonl, which --resume reads",
     ),
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
@@ -218,15 +231,15 @@ def sweep(
     resume: bool = typer.Option(
         False, "--resume", help="with --out: skip the points an interrupted run finished"
     ),
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
     progress: bool = progress_option(),
 ) -> None:
     """Solve (or evaluate a plan) at every point of a grid of scenario values."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
-    from pdd_plan import sweep as sw
     from pdd_plan.loaders.catalog import Catalog
+    from pdd_plan.stages.sweeping import sweep as sw
 
     check_architecture(architecture)
     _check_executor(executor, ray_address, resume, out)
@@ -239,7 +252,7 @@ def sweep(
         typer.echo(f"note: {note}", err=True)
     journal, done = _journal(out, spec, catalog, resume) if out else (None, {})
     try:
-        bar = (wanted(progress, format is Format.json), forced(progress))
+        bar = (wanted(progress, format.structured), forced(progress))
         rows, wall_s = run_with_progress(spec, jobs, journal, done, executor, ray_address, bar)
     finally:
         if journal is not None:
@@ -261,8 +274,8 @@ def sweep(
 
 
 def _print(spec, rows: list[dict], info: dict, format: Format, out, workers: str) -> None:
-    if format is Format.json:
-        print_json({**info, "points": rows})
+    if format.structured:
+        print_structured({**info, "points": rows}, format)
         return
     _print_table(spec, rows)
     from pdd_plan.loaders.engine_profile import poor_fit_text

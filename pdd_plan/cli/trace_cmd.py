@@ -9,7 +9,8 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.bounds import MAX_BLOCK_TOKENS, MAX_CACHE_TOKENS, bounded, check_range
-from pdd_plan.cli.output import Format, print_json
+from pdd_plan.cli.output import FORMAT_HELP, Format, print_structured
+from pdd_plan.cli.output_formats import YAML_ONLY
 from pdd_plan.cli.output_paths import check_outputs
 from pdd_plan.cli.trace_print import NOT_COMPUTED, print_result
 from pdd_plan.errors import InputError
@@ -213,16 +214,18 @@ def analyze(
         "distinct blocks, not with --cache-capacity)",
     ),
     workload_out: str = typer.Option(
-        None, "--workload-out", help="write the workload: block as YAML"
+        None, "--workload-out", help="write the workload: block as YAML (.yaml)"
     ),
     scenario_out: str = typer.Option(
-        None, "--scenario-out", help="write a whole scenario: --base with this workload"
+        None,
+        "--scenario-out",
+        help="write a whole scenario (.yaml): --base with this workload",
     ),
     base: str = typer.Option(
         None, "--base", help="base scenario for --scenario-out (default: default)"
     ),
     plot: str = typer.Option(None, "--plot", help="hit rate against capacity, .svg or .png"),
-    format: Format = typer.Option(Format.table, "--format", help="table or json"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Prefix hit rate (LRU replay), arrival rate, burstiness and lengths of a trace."""
     from pdd_plan.loaders.trace_analyze import analyze as run_analysis
@@ -236,7 +239,9 @@ def analyze(
 
     _check_options(cache_unit, dist, block_tokens, plot, scenario_out, base)
     outs = {"--workload-out": workload_out, "--scenario-out": scenario_out, "--plot": plot}
-    check_outputs([file, base], outs)
+    check_outputs(
+        [file, base], outs, formats={"--workload-out": YAML_ONLY, "--scenario-out": YAML_ONLY}
+    )
     capacities = tuple(
         _to_blocks(parse_capacity(c, "--cache-capacity"), cache_unit, block_tokens)
         for c in cache_capacity.split(",")
@@ -289,9 +294,9 @@ def analyze(
     if figure is not None:
         write_atomic(Path(plot), figure)
     result = _result(analysis, block, notes)
-    if format is Format.json:
+    if format.structured:
         from pdd_plan.model.metrics import json_safe
 
-        print_json(json_safe(result))  # JSON has no NaN: an undefined figure is null
+        print_structured(json_safe(result), format)  # no NaN: an undefined figure is null
     else:
         print_result(result)

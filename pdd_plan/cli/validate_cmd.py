@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 
 from pdd_plan.cli.bounds import MAX_TOKENS, bounded, parallel_size_option
-from pdd_plan.cli.output import Format, console, print_json, safe, table
+from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
 from pdd_plan.errors import InputError
-from pdd_plan.units import DTYPE_BYTES, MS_S
+from pdd_plan.model.units import DTYPE_BYTES, MS_S
 
 LATENCY_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL"}
 THROUGHPUT_LABELS = {
@@ -31,7 +31,12 @@ def _shown(name: str, value: float) -> str:
 
 def validate_data(checks, profile) -> dict:
     from pdd_plan.loaders.engine_profile import profile_summary
-    from pdd_plan.validation import DEFINITIONS, MODEL_DEFINITION, TOOL_KEYS, summary
+    from pdd_plan.stages.calibrating.validation import (
+        DEFINITIONS,
+        MODEL_DEFINITION,
+        TOOL_KEYS,
+        summary,
+    )
 
     tools = sorted({c.tool for c in checks})
     return {
@@ -127,7 +132,7 @@ def validate(
         8192, "--max-batched-tokens", low=1, high=MAX_TOKENS,
         help="the engine's token budget per iteration",
     ),
-    format: Format = typer.Option(Format.table, "--format"),
+    format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:  # fmt: skip
     """Replay measured serving benchmarks and print the model's error on each figure.
 
@@ -140,8 +145,8 @@ def validate(
     compared as one. Nothing is written.
     """
     from pdd_plan.loaders.engine_profile import load_engine_profile
-    from pdd_plan.model.engine_profile import IDENTITY
-    from pdd_plan.validation import validate as run_validation
+    from pdd_plan.model.compute.engine_profile import IDENTITY
+    from pdd_plan.stages.calibrating.validation import validate as run_validation
 
     for option, value in {"--weight-dtype": weight_dtype, "--kv-dtype": kv_dtype}.items():
         if value is not None and value not in DTYPE_BYTES:
@@ -154,7 +159,7 @@ def validate(
         weight_dtype=weight_dtype, max_batched_tokens=max_batched_tokens, engine_profile=profile
     )
     data = validate_data(run_validation(files, options), profile)
-    if format is Format.json:
-        print_json(data)
+    if format.structured:
+        print_structured(data, format)
         return
     _print(data)

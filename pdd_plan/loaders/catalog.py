@@ -17,12 +17,12 @@ from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog_overlay import overlay_dir
 from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.strict import ID_PATTERN, Node, Problems, did_you_mean, load_yaml
-from pdd_plan.model.cache_tier import MEDIA, NO_TIER, CacheTier
-from pdd_plan.model.hardware import BASES, Gpu, LineTier, Sourced
-from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
+from pdd_plan.model.caches.cache_tier import MEDIA, NO_TIER, CacheTier
+from pdd_plan.model.compute.hardware import BASES, Gpu, LineTier, Sourced
+from pdd_plan.model.units import GBIT_BITS, GIB_BYTES, TERA
 
 if TYPE_CHECKING:  # the model classes (and numpy under them) load with the first model
-    from pdd_plan.model.llm import ModelSpec
+    from pdd_plan.model.compute.llm import ModelSpec
     from pdd_plan.model.scenario import Scenario
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from pdd_plan.loaders.strict import Node
-from pdd_plan.model import workload as wl
+from pdd_plan.model.workload import workload as wl
 
 _LENGTH_KEYS = ("input_tokens", "output_tokens")
 

@@ -43,15 +43,15 @@ from pathlib import Path
 from pdd_plan.loaders.catalog import catalog_dir
 from pdd_plan.loaders.input_files import shown_path
 from pdd_plan.loaders.strict import Node, Problems, load_yaml
-from pdd_plan.model.engine_profile import (
+from pdd_plan.model.compute.engine_profile import (
     IDENTITY,
     MTP_RANGES,
     PARAMETERS,
     EngineProfile,
     mtp_problem,
 )
+from pdd_plan.model.compute.step_fit import PHASES
 from pdd_plan.model.scenario import Engine
-from pdd_plan.model.step_fit import PHASES
 
 WHAT = "a pdd-plan engine profile"
 CV_KEYS = (*PHASES, "ttft", "tpot")  # step phases (calibrate steps), serving figures

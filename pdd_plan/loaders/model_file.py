@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pdd_plan.loaders.strict import Node, Problems
-from pdd_plan.model.attention import (
+from pdd_plan.model.compute.attention import (
     CompressedAttention,
     GqaAttention,
     Indexer,
     LinearAttention,
     MlaAttention,
 )
-from pdd_plan.model.ffn import DenseFfn, MoeFfn
-from pdd_plan.model.llm import LayerGroup, ModelSpec
-from pdd_plan.units import DTYPE_BYTES
+from pdd_plan.model.compute.ffn import DenseFfn, MoeFfn
+from pdd_plan.model.compute.llm import LayerGroup, ModelSpec
+from pdd_plan.model.units import DTYPE_BYTES
 
 _DIM = {"minimum": 1, "maximum": 10_000_000}
 _ATTENTION_FIELDS = {

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pdd_plan.loaders.input_files import read_input_bytes, shown_path
 from pdd_plan.loaders.strict import Node, Problems, load_yaml, max_file_bytes
-from pdd_plan.units import MS_S
+from pdd_plan.model.units import MS_S
 
 WHAT = "observed operating points (offered_rps, ttft_s, tpot_ms, goodput_rps)"
 QUANTILES = ("p50", "p90", "p99")

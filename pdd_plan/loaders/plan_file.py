@@ -15,7 +15,7 @@ from pdd_plan.loaders.plan_policy import check_cache, plan_policy
 from pdd_plan.loaders.scenario_cache import MAX_TB
 from pdd_plan.loaders.strict import Node, Problems, load_yaml
 from pdd_plan.loaders.suggest import did_you_mean
-from pdd_plan.model.cache_tier import NO_TIER, CacheBuy
+from pdd_plan.model.caches.cache_tier import NO_TIER, CacheBuy
 from pdd_plan.model.deployment import (
     ARCHITECTURE_ROLES,
     Deployment,
@@ -24,7 +24,7 @@ from pdd_plan.model.deployment import (
 )
 from pdd_plan.model.placement import placement_problem
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.units import GBIT_BITS
+from pdd_plan.model.units import GBIT_BITS
 
 
 def _instances(node: Node, scenario: Scenario, architecture: str | None) -> list[InstanceGroup]:

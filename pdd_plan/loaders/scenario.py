@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pdd_plan.errors import InputError
@@ -22,9 +23,9 @@ from pdd_plan.loaders.scenario_routing import short_output_cutoff
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
+from pdd_plan.model.network.wan_streaming import POOL_HOLDS
 from pdd_plan.model.placement import architecture_placeable, placement_needs, unplaceable_role
-from pdd_plan.model.wan_streaming import POOL_HOLDS
-from pdd_plan.units import DTYPE_BYTES, GBIT_BITS, MS_S
+from pdd_plan.model.units import DTYPE_BYTES, GBIT_BITS, MS_S
 
 
 def scenarios_dir() -> Path:
@@ -145,7 +146,7 @@ def _wan(node: Node, catalog: Catalog, dc_ids: set[str] | None) -> sc.Wan | None
 
 
 def _wan_engine(f, pool: int | None) -> dict:
-    """How the transfer engine uses the line (model/wan_streaming.py)."""
+    """How the transfer engine uses the line (model/network/wan_streaming.py)."""
     stripes = f["stripes_per_transfer"].integer(
         default=1, minimum=1, maximum=pool if pool is not None else 1_000_000
     )
@@ -156,17 +157,32 @@ def _wan_engine(f, pool: int | None) -> dict:
     }
 
 
+# `solve --objective KIND` sets this for the run and the worker processes it starts (the
+# report's cases), so every scenario loaded in the run takes it over its `objective.kind`
+OBJECTIVE_ENV = "PDD_PLAN_OBJECTIVE"
+_OBJECTIVE_KEYS = ("kind", "demand_rps", "budget_usd_per_hour")
+
+
 def _objective(node: Node, default_demand: float | None) -> sc.Objective:
-    if node.is_missing:
+    forced = os.environ.get(OBJECTIVE_ENV) or None
+    f = None
+    if not node.is_missing:
+        required = () if forced else ("kind",)
+        optional = tuple(k for k in _OBJECTIVE_KEYS if k not in required)
+        f = node.mapping(required=required, optional=optional)
+    if f is None and forced is None:
         return sc.Objective("max_bcr")
-    f = node.mapping(required=("kind",), optional=("demand_rps", "budget_usd_per_hour"))
-    if f is None:
-        return sc.Objective("max_bcr")
-    kind = f["kind"].choice(sc.OBJECTIVES, required=True)
+    f = f or {k: Node.absent(f"objective.{k}", node.problems) for k in _OBJECTIVE_KEYS}
+    kind = f["kind"].choice(sc.OBJECTIVES, required=forced is None)  # the file's, checked
+    if forced is not None:
+        if forced not in sc.OBJECTIVES:
+            node.problems.add(OBJECTIVE_ENV, repr(forced), f"one of {', '.join(sc.OBJECTIVES)}")
+        kind = forced
     demand = f["demand_rps"].number(minimum=sc.MIN_ARRIVAL_RATE_PER_S, maximum=1e7, unit="req/s")
     budget = f["budget_usd_per_hour"].number(minimum=0, exclusive_minimum=True, maximum=1e9)
     if kind == "max_goodput" and budget is None:
-        f["budget_usd_per_hour"].fail("a budget (max_goodput maximises goodput within it)")
+        named = "--objective max_goodput" if forced else "max_goodput"
+        f["budget_usd_per_hour"].fail(f"a budget ({named} maximises goodput within it)")
     return sc.Objective(
         kind or "max_bcr", demand or (default_demand if kind == "min_cost" else None), budget
     )
@@ -252,7 +268,7 @@ def _engine(node: Node) -> sc.Engine:
     if f is None:
         return sc.Engine()
     refuse_retired_kv_keys(f)
-    # the engine's fixed cost per RLD -> MD handoff (model/handoff.py), with its source
+    # the engine's fixed cost per RLD -> MD handoff (model/decode/handoff.py), with its source
     fixed_ms = f["handoff_fixed_ms"].number(minimum=0, maximum=60_000)
     if fixed_ms is not None and f["handoff_fixed_source"].is_missing:
         f["handoff_fixed_source"].fail("a source for handoff_fixed_ms")
@@ -266,7 +282,7 @@ def _engine(node: Node) -> sc.Engine:
 
 
 def _prefill_budget(f) -> int | None:
-    """Tokens per prefill step and GPU (model/prefill_batch.py); None: batching off."""
+    """Tokens per prefill step and GPU (model/queueing/prefill_batch.py); None: batching off."""
     budget = f["prefill_token_budget_per_gpu"].integer(
         default=sc.PREFILL_TOKEN_BUDGET_PER_GPU,
         minimum=1,

@@ -1,5 +1,5 @@
 """`policy.decode_cache` of a scenario: the decode-side cache tiers and sizes the planner
-may buy for the main-decode side (model/cache_tier.py), checked strictly.
+may buy for the main-decode side (model/caches/cache_tier.py), checked strictly.
 
 ```yaml
 policy:
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pdd_plan.loaders.scenario_lists import refuse_repeats
 from pdd_plan.loaders.strict import Node
-from pdd_plan.model.cache_tier import AUTO_TB_TOTAL, CacheOptions
+from pdd_plan.model.caches.cache_tier import AUTO_TB_TOTAL, CacheOptions
 
 MAX_TB = 100_000.0  # 100 PB: beyond any decode-side cache
 

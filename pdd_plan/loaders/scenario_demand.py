@@ -10,7 +10,7 @@ from pdd_plan.loaders.distributions import bins_carry_all, distribution, joint_l
 from pdd_plan.loaders.scenario_routing import prefix_reuse
 from pdd_plan.loaders.strict import Node, did_you_mean
 from pdd_plan.model import scenario as sc
-from pdd_plan.units import MS_S
+from pdd_plan.model.units import MS_S
 
 MAX_TOKENS = 10_000_000
 _MIX_NAME = "a mix name of lower-case letters, digits and _"

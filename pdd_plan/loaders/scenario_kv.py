@@ -1,4 +1,4 @@
-"""A scenario's decode KV layout (`engine.kv_uncompressed_tokens`, model/attention.py
+"""A scenario's decode KV layout (`engine.kv_uncompressed_tokens`, model/compute/attention.py
 `KvLayout`): read with its source, and checked against the model's window."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.strict import Node
 from pdd_plan.model import scenario as sc
-from pdd_plan.model.attention import KvLayout
+from pdd_plan.model.compute.attention import KvLayout
 
 # the keys before one KV layout drove both capacity and traffic (issue #23): a flat figure
 # per token has no uncompressed/compressed split, so it maps onto no layout

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.strict import Node
 from pdd_plan.model import scenario as sc
-from pdd_plan.units import MS_S
+from pdd_plan.model.units import MS_S
 
 
 def refuse_repeats(pairs, what: str) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.input_files import read_input_bytes, shown_path, utf8_text
 from pdd_plan.loaders.strict import did_you_mean
-from pdd_plan.model.step_fit import StepSamples
+from pdd_plan.model.compute.step_fit import StepSamples
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 WHAT = "a step-time CSV"

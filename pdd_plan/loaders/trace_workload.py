@@ -14,7 +14,7 @@ from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.loaders.scenario_demand import MAX_TOKENS
 from pdd_plan.loaders.strict import load_yaml
 from pdd_plan.loaders.trace_analyze import TraceAnalysis
-from pdd_plan.model.workload import MAX_EXACT_BINS
+from pdd_plan.model.workload.workload import MAX_EXACT_BINS
 
 DIST_KINDS = ("bins", "empirical")
 

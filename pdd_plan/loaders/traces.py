@@ -24,7 +24,7 @@ from pathlib import Path
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.input_files import open_input, os_error, shown_path
 from pdd_plan.loaders.strict import describe
-from pdd_plan.units import MS_S
+from pdd_plan.model.units import MS_S
 
 FORMATS = ("mooncake", "azure")
 MAX_TRACE_TOKENS = 100_000_000  # a prompt or an output longer than this is a broken row

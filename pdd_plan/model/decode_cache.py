@@ -30,9 +30,9 @@ import math
 import numpy as np
 
 from pdd_plan.model import routing as rt
-from pdd_plan.model.cache_tier import deployment_capacity_tokens
+from pdd_plan.model.caches.cache_tier import deployment_capacity_tokens
 from pdd_plan.model.scenario import PrefixReuse
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.workload.workload import RequestClasses
 
 # The parametric reuse interval. Median 300 s: the interval the old uniform cache factor
 # assumed (one agent turn to the next, an assumption: the paper publishes no inter-turn

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.model import routing as rt
-from pdd_plan.model.decode_admission import (
+from pdd_plan.model.decode.decode_admission import (
     Admission,
     admission_wait,
     count_cap,
@@ -22,9 +22,9 @@ from pdd_plan.model.decode_admission import (
     reserved_tokens,
     slots_per_instance,
 )
-from pdd_plan.model.decode_pool import DecodeLoad, decode_fixed_point
-from pdd_plan.model.handoff import DEFAULT_ENGINE_FIXED_S, Handoff, handoff
-from pdd_plan.model.relay import RelayLoad, relay_load
+from pdd_plan.model.decode.decode_pool import DecodeLoad, decode_fixed_point
+from pdd_plan.model.decode.handoff import DEFAULT_ENGINE_FIXED_S, Handoff, handoff
+from pdd_plan.model.decode.relay import RelayLoad, relay_load
 from pdd_plan.model.setup import DECODE_ROLE, RolePool, Setup
 
 
@@ -107,7 +107,7 @@ def decode_side(
     setup: Setup, rate: float, wan_time_s: np.ndarray, prefill_util: float, md_share=1.0
 ):
     """`md_share`: the share of the finishing role's requests `setup.decode` takes (one
-    group of a mixed role, model/mixed_pool.py); the relay sees the whole stream."""
+    group of a mixed role, model/decode/mixed_pool.py); the relay sees the whole stream."""
     c, path, arch = setup.classes, setup.routes.path, setup.deployment.architecture
     stretch = 1.0 / max(1e-9, 1.0 - prefill_util) if arch == "colocated" else 1.0
     remote = path != rt.LOCAL if arch in ("pdd", "cdc_pd") else np.ones(len(c), bool)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pdd_plan.model.cache_tier import CacheBuy
+from pdd_plan.model.caches.cache_tier import CacheBuy
 
 # roles each architecture runs, in the order requests meet them
 ARCHITECTURE_ROLES = {
@@ -46,7 +46,7 @@ class RoutingPolicy:
     rld_hit_threshold: float = 0.9
     handoff: str = "catch_up"  # catch_up | one_shot
     short_output_cutoff: bool = False
-    # the decode-side cache tier bought for the main-decode side (model/cache_tier.py);
+    # the decode-side cache tier bought for the main-decode side (model/caches/cache_tier.py);
     # None: not a decision (the scenario's fixed capacity, unlimited by default). Kept in
     # the policy so every search key and memo that holds the policy tells plans apart.
     decode_cache: CacheBuy | None = None

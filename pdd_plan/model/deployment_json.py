@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pdd_plan.model.deployment import Deployment
-from pdd_plan.units import GBIT_BITS
+from pdd_plan.model.units import GBIT_BITS
 
 
 def plan_json(deployment: Deployment) -> dict:

@@ -15,26 +15,28 @@ import numpy as np
 
 from pdd_plan.errors import SaturatedError
 from pdd_plan.model import routing as rt
-from pdd_plan.model import tier_read_back
-from pdd_plan.model.decode_admission import merge_waits
-from pdd_plan.model.decode_side import decode_side
-from pdd_plan.model.latency_mixture import (
-    LatencyGroup,
-    grouped_quantile_at_most,
-    grouped_quantiles_s,
-)
-from pdd_plan.model.metrics import Metrics
-from pdd_plan.model.mixed_pool import (
+from pdd_plan.model.caches import tier_read_back
+from pdd_plan.model.caches.tier_read_back import md_ready_after_prefill_s
+from pdd_plan.model.decode.decode_admission import merge_waits
+from pdd_plan.model.decode.mixed_pool import (
     GroupLoad,
     combine_rows,
     members,
     weighted_dict,
     weighted_mean,
 )
-from pdd_plan.model.network import wan_transfer
-from pdd_plan.model.prefill_batch import prefill_queue
-from pdd_plan.model.queueing import WaitModel
-from pdd_plan.model.rdma import rdma_transfer_s
+from pdd_plan.model.decode.tpot import TpotRows, weighted_quantiles_dict
+from pdd_plan.model.decode_side import decode_side
+from pdd_plan.model.metrics import Metrics
+from pdd_plan.model.network.network import wan_transfer
+from pdd_plan.model.network.rdma import rdma_transfer_s
+from pdd_plan.model.queueing.latency_mixture import (
+    LatencyGroup,
+    grouped_quantile_at_most,
+    grouped_quantiles_s,
+)
+from pdd_plan.model.queueing.prefill_batch import prefill_queue
+from pdd_plan.model.queueing.queueing import WaitModel
 from pdd_plan.model.regime import (  # noqa: F401  (re-exported: the evaluate API)
     DECODE_ROLES,
     DECODE_TRUST_LIMIT_FRAC,
@@ -51,8 +53,6 @@ from pdd_plan.model.setup import (  # noqa: F401  (re-exported: the evaluate API
     deployment_cost_usd_per_hour,
     prepare,
 )
-from pdd_plan.model.tier_read_back import md_ready_after_prefill_s
-from pdd_plan.model.tpot import TpotRows, weighted_quantiles_dict
 from pdd_plan.model.tpot_rows import tpot_rows
 
 QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
@@ -77,7 +77,7 @@ class Snapshot:
     largest_gap_s: dict[str, float] = None  # percentiles of each request's largest gap
     relay_overflow_frac: float = 0.0  # share of RLD-bound requests sent P -> MD instead
     decode_admission_wait_s: float = 0.0  # mean wait for a slot of the finishing role
-    handoff_s: dict = None  # mean of each part of the handoff (model/handoff.py)
+    handoff_s: dict = None  # mean of each part of the handoff (model/decode/handoff.py)
     decode_groups: tuple[GroupLoad, ...] = ()  # a mixed decode role, group by group
 
     @property
@@ -92,7 +92,7 @@ class Snapshot:
 
 
 def _prefill(setup: Setup, rate: float) -> tuple[np.ndarray, WaitModel, float]:
-    """Each class's prefill time, its wait and the pool's load (model/prefill_batch.py)."""
+    """Each class's prefill time, its wait and the pool's load (model/queueing/prefill_batch.py)."""
     return prefill_queue(
         setup.prefill.instance,
         setup.classes,
@@ -312,7 +312,7 @@ def meets_sla(setup: Setup, rate: float) -> bool:
     """Whether every SLA percentile holds at `rate`: what `sla_checks` of the snapshot
     says, computing only what the SLA asks (the TTFT percentiles first; TPOT's rows only
     if they hold), each percentile's verdict that of the root search `sla_checks` runs,
-    mostly read from the CDF's sign beside the limit (model/quantile_verdict.py)."""
+    mostly read from the CDF's sign beside the limit (model/queueing/quantile_verdict.py)."""
     try:
         return _meets_sla(setup, rate)
     except SaturatedError:

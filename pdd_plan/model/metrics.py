@@ -41,7 +41,7 @@ class Metrics:
     largest_gap_s: dict[str, float] = field(default_factory=dict)  # per request, p50/90/99
     relay_overflow_frac: float = 0.0  # RLD-bound requests that found it full (P -> MD)
     decode_admission_wait_s: float = 0.0  # mean wait for a slot of the finishing role
-    handoff_s: dict[str, float] = field(default_factory=dict)  # its parts (model/handoff.py)
+    handoff_s: dict[str, float] = field(default_factory=dict)  # its parts (model/decode/handoff.py)
 
     @property
     def bcr_rps_per_usd_hour(self) -> float:

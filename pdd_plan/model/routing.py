@@ -1,5 +1,5 @@
 """PDD routing and its baselines: which path each request class takes, what crosses the
-WAN, and how many tokens the relay decodes (the handoff: model/handoff.py).
+WAN, and how many tokens the relay decodes (the handoff: model/decode/handoff.py).
 
 Paths (pdd-system.md §5):
 - DIRECT: P -> MD over the WAN; MD emits the first token once it holds the KV.
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdd_plan.model.compute.llm import ModelSpec
 from pdd_plan.model.deployment import RoutingPolicy
-from pdd_plan.model.llm import ModelSpec
 from pdd_plan.model.scenario import ShortOutputCutoff
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.workload.workload import RequestClasses
 
 DIRECT, RELAY, LOCAL = 0, 1, 2
 
@@ -155,10 +155,3 @@ def route(
         rdma = np.zeros(n)
     md_hit = 1.0 - md_missing / classes.input_tokens  # share of the prompt MD holds
     return Routes(path, md_hit, wan, rdma)
-
-
-def eager_tokens(
-    wan_time_s: np.ndarray, rld_step_s: float, output_tokens: np.ndarray
-) -> np.ndarray:
-    """Tokens RLD emits while MD waits for the KV: one per RLD step, at most the output."""
-    return np.minimum(np.ceil(wan_time_s / rld_step_s), output_tokens)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pdd_plan.model.attention import KvLayout
-from pdd_plan.model.cache_tier import CacheOptions
-from pdd_plan.model.engine_profile import IDENTITY, EngineProfile
-from pdd_plan.model.workload import Distribution
+from pdd_plan.model.caches.cache_tier import CacheOptions
+from pdd_plan.model.compute.attention import KvLayout
+from pdd_plan.model.compute.engine_profile import IDENTITY, EngineProfile
+from pdd_plan.model.workload.workload import Distribution
 
 ROLES = ("prefill", "relay_decode", "main_decode", "decode", "colocated")
 ARCHITECTURES = ("pdd", "idc_pd", "cdc_pd", "colocated")
@@ -54,7 +54,7 @@ class Wan:
     connection_pool_size: int
     max_lines: int
     link_rtt_s: dict[tuple[str, str], float] = field(default_factory=dict)
-    # how the transfer engine uses the line (model/wan_streaming.py); streaming off by
+    # how the transfer engine uses the line (model/network/wan_streaming.py); streaming off by
     # default: the paper does not say its engine streamed over the WAN (README)
     stream_during_prefill: bool = False
     stripes_per_transfer: int = 1
@@ -118,7 +118,7 @@ class Policy:
     # the decode-side cache as a decision (tiers x TB per MD instance); None: not bought
     decode_cache: CacheOptions | None = None
     # the optimiser may combine GPU types and shapes within the finishing decode role
-    # (model/mixed_pool.py); on by default: see plan/formulate.py
+    # (model/decode/mixed_pool.py); on by default: see plan/formulate.py
     mixed_pools: bool = True
 
 
@@ -135,7 +135,7 @@ class Costs:
 
 # Default token budget of one prefill step, per GPU of the instance: DeepSeek's and SGLang's
 # expert-parallel prefill servers run 16,384 tokens per GPU per forward pass (the figure
-# model/roofline.py `prefill_time_s` and sim/steps.py's chunk cite). Per GPU, not per
+# model/compute/roofline.py `prefill_time_s` and sim/steps.py's chunk cite). Per GPU, not per
 # instance: each GPU's weight read is amortised over the tokens that GPU computes, so a
 # per-GPU budget keeps a step's arithmetic intensity the same at any instance size.
 PREFILL_TOKEN_BUDGET_PER_GPU = 16_384
@@ -146,11 +146,11 @@ MAX_PREFILL_TOKEN_BUDGET_PER_GPU = 10_000_000  # beyond any context window
 class Engine:
     """What the serving engine's own layout changes (None: computed from the model).
 
-    `kv_layout`: how the decode engine stores a request's KV (model/attention.py
+    `kv_layout`: how the decode engine stores a request's KV (model/compute/attention.py
     `KvLayout`: its last tokens uncompressed, the rest as the architecture compresses it);
     None: the model's own layout. One layout sets both the HBM a decoding request holds
     (how many fit beside the weights) and the KV bytes each decode step reads.
-    `profile`: the engine's fitted step-time parameters (model/engine_profile.py); the
+    `profile`: the engine's fitted step-time parameters (model/compute/engine_profile.py); the
     identity (the plain roofline) unless the scenario or --engine-profile names one.
     `reserve_max_output`: the engine reserves KV blocks for the workload's maximum output
     on admission (else for the request's own output).
@@ -159,13 +159,13 @@ class Engine:
     """
 
     kv_layout: KvLayout | None = None
-    # per handoff, outside the decode step (model/handoff.py; None: the default derived
+    # per handoff, outside the decode step (model/decode/handoff.py; None: the default derived
     # from the published recompute handoff)
     handoff_fixed_s: float | None = None
     handoff_fixed_source: str = ""
     reserve_max_output: bool = False  # admission reserves KV for the maximum output
     profile: EngineProfile = IDENTITY
-    # tokens one prefill step carries per GPU of the instance (model/prefill_batch.py);
+    # tokens one prefill step carries per GPU of the instance (model/queueing/prefill_batch.py);
     # None: one request per step, unchunked (prefill batching off)
     prefill_token_budget_per_gpu: int | None = PREFILL_TOKEN_BUDGET_PER_GPU
 

@@ -11,17 +11,17 @@ import numpy as np
 
 from pdd_plan.errors import InputError
 from pdd_plan.model import routing as rt
-from pdd_plan.model.cache_tier import MAIN_DECODE
+from pdd_plan.model.caches.cache_tier import MAIN_DECODE
+from pdd_plan.model.compute.hardware import Gpu
+from pdd_plan.model.compute.llm import ModelSpec
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.decode.mixed_pool import capacity_shares, mixable
 from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import Deployment, InstanceGroup
-from pdd_plan.model.hardware import Gpu
-from pdd_plan.model.llm import ModelSpec
-from pdd_plan.model.mixed_pool import capacity_shares, mixable
-from pdd_plan.model.network import WanLink
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.network.network import WanLink
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import DEFAULT_RESOLUTION, RequestClasses, request_classes
-from pdd_plan.units import HOURS_PER_MONTH
+from pdd_plan.model.units import HOURS_PER_MONTH
+from pdd_plan.model.workload.workload import DEFAULT_RESOLUTION, RequestClasses, request_classes
 
 DECODE_ROLE = {"pdd": "main_decode", "cdc_pd": "main_decode", "idc_pd": "decode",
                "colocated": "colocated"}  # fmt: skip
@@ -50,7 +50,7 @@ class Setup:
     relay: RolePool | None
     link: WanLink | None
     cost_usd_per_hour: float
-    # the finishing decode role's groups (model/mixed_pool.py) and each one's share of its
+    # the finishing decode role's groups (model/decode/mixed_pool.py) and each one's share of its
     # requests; `decode` is the group with the largest share (the only one when unmixed)
     decode_groups: tuple[RolePool, ...] = ()
     decode_shares_frac: tuple[float, ...] = ()

@@ -1,4 +1,4 @@
-"""The rows of the TPOT and largest-gap distributions (model/tpot.py) for a deployment
+"""The rows of the TPOT and largest-gap distributions (model/decode/tpot.py) for a deployment
 at one rate: one row per request class and path (direct or overflowed to MD, relayed and
 kept on RLD, finished near prefill), with its mean TPOT, the spread of the batch it
 shares, the interruptions it meets and its handoff gap (one-shot: the handoff; catch-up:
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from pdd_plan.model import routing as rt
+from pdd_plan.model.decode.handoff import catch_up_switch_gaps_s
+from pdd_plan.model.decode.tpot import LifeSpread, TpotRows
 from pdd_plan.model.decode_side import DecodeSide, context_tokens
-from pdd_plan.model.handoff import catch_up_switch_gaps_s
-from pdd_plan.model.row_merge import merge_equal_rows as _merge_equal_rows
 from pdd_plan.model.setup import Setup
-from pdd_plan.model.tpot import LifeSpread, TpotRows
+from pdd_plan.model.workload.row_merge import merge_equal_rows as _merge_equal_rows
 
 
 def _md_interruptions(setup: Setup, side: DecodeSide, rate: float, service: np.ndarray):
@@ -98,7 +98,7 @@ def tpot_rows(setup: Setup, side: DecodeSide, rate: float, service: np.ndarray,
     multi = c.output_tokens > 1
     cols = [np.concatenate([r[i][multi] for r in rows]) for i in range(6)]
     cols.append(np.concatenate([gaps[multi]] * len(rows)))
-    # rows equal to 9 significant digits as one (model/row_merge.py): most classes differ
+    # rows equal to 9 significant digits as one (model/workload/row_merge.py): most classes differ
     # only in what does not change their TPOT, so the root searches run on fewer rows
     weights, rest = _merge_equal_rows(cols[0], np.stack(cols[1:], axis=1))
     mean, sd, m, step, fixed, all_gaps = rest.T

@@ -38,18 +38,18 @@ import numpy as np
 
 from pdd_plan.errors import SaturatedError
 from pdd_plan.model import routing as rt
-from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
-from pdd_plan.model.prefill_batch import (
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.queueing.latency_mixture import LatencyGroup, grouped_quantiles_s
+from pdd_plan.model.queueing.prefill_batch import (
     batching_applies,
     budget_tokens,
     prefill_capacity_rps,
     prefill_mix,
     prefill_queue,
 )
-from pdd_plan.model.queueing import ggc_wait
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.queueing.queueing import ggc_wait
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.workload.workload import RequestClasses
 from pdd_plan.plan.first_pass import first_pass
 from pdd_plan.plan.sup_rate import SupRate, smallest
 
@@ -263,7 +263,7 @@ class PrefillBound(RoleBound):
 
 
 class BatchedPrefillBound(PrefillBound):
-    """The batched prefill pool (model/prefill_batch.py): it must not saturate at full
+    """The batched prefill pool (model/queueing/prefill_batch.py): it must not saturate at full
     steps, and TTFT >= its wait + each class's own steps at that rate (evaluate's model)."""
 
     def __init__(self, inst, c: RequestClasses, scenario: Scenario, arch: str):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from pdd_plan.errors import InfeasibleError
-from pdd_plan.model.cache_tier import NO_TIER, CacheBuy, CacheOptions, buy_options
+from pdd_plan.model.caches.cache_tier import NO_TIER, CacheBuy, CacheOptions, buy_options
 from pdd_plan.model.setup import cost_items
 
 PARTS = ("cache", "relay", "line", "other_gpus")

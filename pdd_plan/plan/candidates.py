@@ -3,7 +3,7 @@ with what one instance can carry under the utilisation cap, or why it was pruned
 
 Capacities are per instance and independent of how many are bought, which is what lets
 the MILP stay linear: prefill carries `cap / E[prefill time]` requests per second (with
-batched prefill, cap x its rate in full steps: model/prefill_batch.py); a
+batched prefill, cap x its rate in full steps: model/queueing/prefill_batch.py); a
 decode pool carries `cap x B_lim / (step(B_lim) x tokens per request)`, where B_lim is the
 batch at which a step reaches the TPOT limit (or what fits HBM).
 """
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.model import routing as rt
+from pdd_plan.model.compute.llm import ModelSpec
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, RoutingPolicy, scenario_routing
-from pdd_plan.model.llm import ModelSpec
-from pdd_plan.model.prefill_batch import prefill_capacity_rps
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.queueing.prefill_batch import prefill_capacity_rps
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.workload.workload import RequestClasses
 
 DEFAULT_NODE_MULTIPLES = (1, 2, 3, 4)  # instance shapes: 1..4 nodes, plus 1, 2, 4 GPUs
 

@@ -12,7 +12,7 @@ saturates:
 - relay decode: no bound (inf), as in bounds.py.
 A plan's role carries at most the sum over the candidates it uses of count x that rate,
 so at most `ceiling` = the sum over every candidate at its most: a mixed decode role gives
-each group a share of the same requests (model/mixed_pool.py), so the groups' ceilings
+each group a share of the same requests (model/decode/mixed_pool.py), so the groups' ceilings
 add. A role's ceiling is taken as the most over the routing policies solve may pick and
 the least over the hit-rate distributions every plan must meet; below the rate the
 objective asks every plan to carry (Goal.floor_rps), with a relative margin, no plan

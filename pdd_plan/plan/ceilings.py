@@ -19,10 +19,10 @@ import math
 from dataclasses import dataclass
 
 from pdd_plan.errors import InfeasibleError
-from pdd_plan.model.network import WanLink
+from pdd_plan.model.network.network import WanLink
+from pdd_plan.model.units import GBIT_BITS
 from pdd_plan.plan import bounds as bd
 from pdd_plan.plan.figures import down_3g, up_3g
-from pdd_plan.units import GBIT_BITS
 
 CROSSING = ("pdd", "cdc_pd")
 CAP_REL_SLACK = 1e-9  # a load planned exactly at the utilisation cap is within it

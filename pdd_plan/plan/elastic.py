@@ -20,13 +20,13 @@ import pulp
 
 from pdd_plan.model.deployment import RoutingPolicy
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import request_classes
+from pdd_plan.model.units import GBIT_BITS
+from pdd_plan.model.workload.workload import request_classes
 from pdd_plan.plan import lp_names as nm
 from pdd_plan.plan import milp_seeds as ms
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.formulate import HIGHS_OPTIONS, Formulation, formulate
 from pdd_plan.plan.shortfalls import limit_line
-from pdd_plan.units import GBIT_BITS
 
 # penalty per unit of relative violation (slack / the constraint's size): covering the
 # demand (role capacity, the line's capacity for the WAN bytes) over any limit

@@ -28,7 +28,7 @@ from pdd_plan.model.deployment import Deployment
 from pdd_plan.model.deployment_json import plan_json
 from pdd_plan.model.metrics import json_safe
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import DEFAULT_RESOLUTION
+from pdd_plan.model.workload.workload import DEFAULT_RESOLUTION
 from pdd_plan.plan import elastic as el
 from pdd_plan.plan import lp_names as nm
 from pdd_plan.plan import solve as sv

@@ -19,14 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdd_plan.model import routing as rt
-from pdd_plan.model.decode_admission import (
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.decode.decode_admission import (
     count_cap,
     reserve_output_tokens,
     reserved_tokens,
     slots_per_instance,
 )
 from pdd_plan.model.decode_side import context_tokens
-from pdd_plan.model.roofline import Instance
 from pdd_plan.model.setup import RolePool, batch_limit_context_tokens, tpot_batch_limit
 
 

@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
+from pdd_plan.model.queueing.latency_mixture import LatencyGroup, grouped_quantiles_s
 from pdd_plan.plan.candidates import shapes
 from pdd_plan.plan.figures import up_3g
 from pdd_plan.plan.shortfalls import Miss, at_least

@@ -5,7 +5,7 @@ Variable and constraint names read as sentences in an LP dump, e.g.
 stay within an LP file's limits whatever the ids (lp_names.py).
 
 One GPU type and shape per role, except, with `policy.mixed_pools: true` (the default),
-in the role that finishes requests (main decode, IDC-PD's decode: model/mixed_pool.py),
+in the role that finishes requests (main decode, IDC-PD's decode: model/decode/mixed_pool.py),
 where any candidates may add up: the router splits by capacity, so the linear capacity
 sum is what the mixed role carries. A mixed plan only ever replaces a better single-type
 one (solve.py), so mixing finds plans at least as good; on by default because the
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 import pulp
 
-from pdd_plan.model.hardware import LineTier
-from pdd_plan.model.mixed_pool import MIXABLE_ROLES
+from pdd_plan.model.compute.hardware import LineTier
+from pdd_plan.model.decode.mixed_pool import MIXABLE_ROLES
 from pdd_plan.model.placement import ACROSS_ROLES, BESIDE_ROLES
 from pdd_plan.model.scenario import Scenario
+from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.plan import lp_names as nm
 from pdd_plan.plan.candidates import Candidate, RoleDemand
-from pdd_plan.units import HOURS_PER_MONTH
 
 MAX_INSTANCES = 10_000  # per candidate: a bound for the one-type-per-role link
 MIP_GAP_REL = 1e-6  # HiGHS stops within this relative gap of the proven bound

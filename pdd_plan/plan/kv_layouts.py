@@ -3,7 +3,7 @@ scenario's model, from the architecture's own (its window uncompressed, the rest
 architecture compresses it) to the whole context uncompressed, as scenario variants.
 
 An engine's layout is rarely published; it moves the HBM a decoding request holds and the
-KV each decode step reads together (model/llm.py `resident_kv_bytes`), so the planner shows
+KV each decode step reads together (model/compute/llm.py `resident_kv_bytes`), so the planner shows
 how the architecture verdict moves across the range instead of picking a point in it.
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from pdd_plan.model.attention import KvLayout
+from pdd_plan.model.compute.attention import KvLayout
 from pdd_plan.model.scenario import Scenario
 
 if TYPE_CHECKING:  # numpy: not for commands that only read the catalog
-    from pdd_plan.model.llm import ModelSpec
+    from pdd_plan.model.compute.llm import ModelSpec
 
 # uncompressed windows between the model's own and the whole context: x8 steps (a
 # few cases, each a factor 8 apart, bracket a flip within 8x)

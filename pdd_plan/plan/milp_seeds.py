@@ -15,9 +15,10 @@ import numpy as np
 
 from pdd_plan.errors import SaturatedError
 from pdd_plan.model import routing as rt
+from pdd_plan.model.decode.relay import eager_tokens
 from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import Deployment, InstanceGroup, LineLease, RoutingPolicy
-from pdd_plan.model.network import WanLink, wan_transfer
+from pdd_plan.model.network.network import WanLink, wan_transfer
 from pdd_plan.plan import candidates as cd
 from pdd_plan.plan import search as sr
 from pdd_plan.plan.formulate import formulate, solve_milp
@@ -68,7 +69,7 @@ def _rld_tokens(scenario, classes, routes, wan_times) -> np.ndarray:
     """Eager tokens per class, taking RLD's step at the TPOT limit's 60 % (an estimate the
     verification corrects: a plan short of RLD capacity misses its SLA and is resized)."""
     tpot = min(scenario.sla.tpot_s.values(), default=0.05)
-    eager = rt.eager_tokens(wan_times, 0.6 * tpot, classes.output_tokens)
+    eager = eager_tokens(wan_times, 0.6 * tpot, classes.output_tokens)
     relay = routes.path == rt.RELAY
     local = routes.path == rt.LOCAL
     return np.where(local, classes.output_tokens, np.where(relay, eager, 0.0))

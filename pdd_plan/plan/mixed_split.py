@@ -1,4 +1,4 @@
-"""How a mixed decode role splits its requests (model/mixed_pool.py), for `explain` and
+"""How a mixed decode role splits its requests (model/decode/mixed_pool.py), for `explain` and
 the report: each group's share and its load at the offered rate."""
 
 from __future__ import annotations

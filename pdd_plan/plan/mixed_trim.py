@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from pdd_plan.model.decode.mixed_pool import MIXABLE_ROLES
 from pdd_plan.model.deployment import Deployment
-from pdd_plan.model.mixed_pool import MIXABLE_ROLES
 
 
 def is_mixed(d: Deployment) -> bool:

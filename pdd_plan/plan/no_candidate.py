@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from pdd_plan.errors import InfeasibleError
-from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
+from pdd_plan.model.queueing.latency_mixture import LatencyGroup, grouped_quantiles_s
 from pdd_plan.plan import bounds as bd
 from pdd_plan.plan.candidates import shapes
 from pdd_plan.plan.ceilings import ShortfallError

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from pdd_plan.model import routing as rt
-from pdd_plan.model.network import BITS_PER_BYTE, WanLink, send_time_s
-from pdd_plan.model.wan_streaming import stripe_servers
+from pdd_plan.model.network.network import BITS_PER_BYTE, WanLink, send_time_s
+from pdd_plan.model.network.wan_streaming import stripe_servers
 
 # the model's hold is summed in another order: the ceiling is taken this much higher, so
 # it never refuses a plan the model runs

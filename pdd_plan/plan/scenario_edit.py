@@ -28,8 +28,11 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario
 from pdd_plan.loaders.strict import describe, did_you_mean
 from pdd_plan.model.scenario import Scenario
+from pdd_plan.plan.variants import (  # the report's rule, defined once
+    HIT_MEAN_KEY,
+    with_hit_rate_mean,
+)
 
-HIT_MEAN_KEY = "workload.prefix_hit_rate.mean"
 ARCH_KEY = "architecture"  # not a scenario key: the architecture to plan (solve's --architecture)
 WHERE = "command line"
 # libyaml's emitter when PyYAML has it (~0.6 ms against ~3 ms a sweep point): the same
@@ -137,8 +140,6 @@ def load_data(data: dict, label: str, catalog: Catalog) -> Scenario:
 
 def with_hit_mean(s: Scenario, mean: Any) -> Scenario:
     """`s` with its hit-rate distribution (and alternatives) moved to `mean`."""
-    from pdd_plan.plan.variants import with_hit_rate_mean  # the report's rule, defined once
-
     ok = isinstance(mean, int | float) and not isinstance(mean, bool) and 0.0 <= mean <= 1.0
     if not ok:
         raise InputError.single(

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pdd_plan.model.deployment import Deployment
 from pdd_plan.model.evaluate import deployment_cost_usd_per_hour, meets_sla, prepare
 from pdd_plan.model.placement import placement_problem
-from pdd_plan.model.workload import request_classes
+from pdd_plan.model.workload.workload import request_classes
 from pdd_plan.plan.bounds import Ceiling
 from pdd_plan.plan.capacity_ceiling import refuse_beyond_capacity
 from pdd_plan.plan.ceilings import line_within_cap

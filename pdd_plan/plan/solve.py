@@ -53,13 +53,13 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from pdd_plan.model.cache_tier import buy_options
+from pdd_plan.model.caches.cache_tier import buy_options
+from pdd_plan.model.decode.mixed_pool import MIXABLE_ROLES
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, RoutingPolicy
 from pdd_plan.model.evaluate import evaluate, goodput_rps, prepare
 from pdd_plan.model.metrics import Metrics
-from pdd_plan.model.mixed_pool import MIXABLE_ROLES
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import DEFAULT_RESOLUTION, request_classes
+from pdd_plan.model.workload.workload import DEFAULT_RESOLUTION, request_classes
 from pdd_plan.plan import candidates as cd
 from pdd_plan.plan import milp_seeds as ms
 from pdd_plan.plan import search as sr

@@ -14,12 +14,12 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from pdd_plan.model.cache_tier import scenario_at
+from pdd_plan.model.caches.cache_tier import scenario_at
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, InstanceGroup, LineLease
-from pdd_plan.model.network import WanLink
+from pdd_plan.model.network.network import WanLink
 from pdd_plan.model.placement import placement_problem
-from pdd_plan.model.roofline import Instance
 from pdd_plan.plan import bounds as bd
 from pdd_plan.plan.candidates import shapes
 from pdd_plan.plan.formulate import line_price_usd_per_hour

@@ -9,9 +9,9 @@ import numpy as np
 
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.model.scenario import Scenario
-from pdd_plan.model.workload import Bins, Distribution, Empirical
-from pdd_plan.plan.scenario_edit import HIT_MEAN_KEY
+from pdd_plan.model.workload.workload import Bins, Distribution, Empirical
 
+HIT_MEAN_KEY = "workload.prefix_hit_rate.mean"  # the sweep key that moves the mean by this rule
 HIT_RATE_MEANS = (0.7, 0.95)  # the report's other hit-rate cases
 GPU_PRICE_FACTORS = (0.8, 1.2)
 LINE_PRICE_FACTORS = (2.0,)

@@ -7,9 +7,9 @@ import numpy as np
 from pdd_plan.errors import SaturatedError
 from pdd_plan.model import evaluate as ev
 from pdd_plan.model import routing as rt
+from pdd_plan.model.decode.mixed_pool import members
 from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.evaluate import DECODE_ROLE, PREFILL_ROLE, Setup
-from pdd_plan.model.mixed_pool import members
 
 
 def _pool_fields(pool) -> dict:
@@ -88,7 +88,7 @@ def role_arithmetic(setup: Setup, rate: float) -> list[dict] | None:
         entry = _decode_entry(
             DECODE_ROLE[arch], su.decode, sd.md, rate, sd.md_weights, sd.md_tokens, context
         )
-        if setup.mixed:  # the router's split (model/mixed_pool.py)
+        if setup.mixed:  # the router's split (model/decode/mixed_pool.py)
             entry["share_of_role_frac"] = share
         decodes.append(entry)
     if arch == "colocated":  # prefill steals time from the decode steps of the same instances

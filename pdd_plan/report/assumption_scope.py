@@ -21,7 +21,7 @@ from pdd_plan.model.scenario import PREFILL_TOKEN_BUDGET_PER_GPU, Scenario
 from pdd_plan.report.assumptions import ASSUMPTIONS
 
 LINE_ARCHITECTURES = ("pdd", "cdc_pd")  # the architectures that lease a WAN line
-# the role a mixed answer may combine types in (model/mixed_pool.py)
+# the role a mixed answer may combine types in (model/decode/mixed_pool.py)
 FINISHING_ROLE = {"pdd": "main_decode", "cdc_pd": "main_decode", "idc_pd": "decode"}
 # Hugging Face classes whose attention has no bias, sink or output gate (their configs set
 # attention_bias false and carry no sink or gate key): the row on what parameter counts

@@ -20,8 +20,8 @@ from pdd_plan.loaders.catalog_digest import catalog_digest, catalog_files
 from pdd_plan.loaders.catalog_overlay import provenance_facts
 from pdd_plan.loaders.engine_profile import profile_facts
 from pdd_plan.model.scenario import Scenario
+from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.report.bom_items import HOURS_PER_YEAR, NO_PURCHASE_PRICE, NOT_INCLUDED, Bill, bill
-from pdd_plan.units import HOURS_PER_MONTH
 
 __all__ = ["HOURS_PER_YEAR", "COLUMNS", "bom_csv", "header_facts", "spreadsheet_safe"]
 

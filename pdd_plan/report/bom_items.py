@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdd_plan.model.cache_tier import CacheBuy
+from pdd_plan.model.caches.cache_tier import CacheBuy
+from pdd_plan.model.compute.hardware import Sourced
 from pdd_plan.model.deployment import Deployment, InstanceGroup, LineLease, RoutingPolicy
-from pdd_plan.model.hardware import Sourced
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.setup import (
     cost_items,
@@ -25,7 +25,7 @@ from pdd_plan.model.setup import (
     nodes_needed,
     power_usd_per_gpu_hour,
 )
-from pdd_plan.units import GBIT_BITS, HOURS_PER_MONTH
+from pdd_plan.model.units import GBIT_BITS, HOURS_PER_MONTH
 
 HOURS_PER_YEAR = 12 * HOURS_PER_MONTH
 NO_PURCHASE_PRICE = "no sourced purchase price"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import yaml
 
-from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
+from pdd_plan.model.compute.engine_profile import PARAMETERS, EngineProfile
 
 HEADER = """\
-# pdd-plan engine profile: fitted step-time parameters (pdd_plan/model/engine_profile.py).
+# pdd-plan engine profile: fitted step-time parameters (pdd_plan/model/compute/engine_profile.py).
 # Efficiency fractions multiply the catalog's measured ones; seconds terms are added.
 # cv_error_frac: cross-validated median absolute relative error of the step time
 # (decode, prefill, mixed: calibrate steps) or of serving TTFT and TPOT (calibrate serving).

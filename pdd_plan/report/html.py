@@ -13,9 +13,9 @@ import html
 import re
 from dataclasses import dataclass
 
+from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.report.choice_text import WHAT, capped_note
 from pdd_plan.report.md_format import ARCH_NAMES
-from pdd_plan.units import HOURS_PER_MONTH
 
 CSS = """
 :root { --ink: #1d2733; --muted: #5b6b7c; --line: #d9e0e7; --band: #f4f7fa; --ok: #1b7f3b;

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pdd_plan.loaders.engine_profile import profile_line
 from pdd_plan.model.scenario import Scenario
+from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.report.bom_items import HOURS_PER_YEAR, line_ends
 from pdd_plan.report.choice_text import capped_note, recommendation
 from pdd_plan.report.markdown_analysis import (
@@ -36,7 +37,6 @@ from pdd_plan.report.md_format import (
     tokens,
     usd,
 )
-from pdd_plan.units import HOURS_PER_MONTH
 
 SECTIONS = (
     "Summary",

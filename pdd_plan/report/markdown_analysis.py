@@ -3,6 +3,7 @@ worth, pruned candidates), other hit rates and prices, and the assumptions."""
 
 from __future__ import annotations
 
+from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.report import kv_layout_view
 from pdd_plan.report.assumptions import ASSUMPTIONS
 from pdd_plan.report.md_format import (
@@ -14,7 +15,6 @@ from pdd_plan.report.md_format import (
     table,
     usd,
 )
-from pdd_plan.units import HOURS_PER_MONTH
 
 
 def explain_section(data: dict) -> list[str]:

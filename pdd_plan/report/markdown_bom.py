@@ -6,9 +6,9 @@ or buy, sources, what is not included). Formatting only: every figure is a row o
 
 from __future__ import annotations
 
+from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.report.bom_items import NO_PURCHASE_PRICE, NOT_INCLUDED, Bill
 from pdd_plan.report.md_format import md_code, md_text, num, table, usd
-from pdd_plan.units import HOURS_PER_MONTH
 
 
 def header_line(facts: list[tuple[str, str]]) -> str:

@@ -78,7 +78,7 @@ def _wan(wan: sc.Wan) -> dict:
             {"between": [a, b], "rtt_ms": _round(rtt, 1e3)}
             for (a, b), rtt in wan.link_rtt_s.items()
         ]
-    # the transfer engine's knobs (model/wan_streaming.py), where they are not the default
+    # the transfer engine's knobs (model/network/wan_streaming.py), where they are not the default
     default = sc.Wan(0.0, (), {}, 1.0, 1, 0)
     for key in ("stream_during_prefill", "stripes_per_transfer", "pool_hold"):
         if getattr(wan, key) != getattr(default, key):
@@ -148,7 +148,7 @@ def _engine(e: sc.Engine) -> dict:
     if e.handoff_fixed_source:
         out["handoff_fixed_source"] = e.handoff_fixed_source
     out["reserve_max_output"] = e.reserve_max_output
-    # batched prefill (model/prefill_batch.py), where it is not the default
+    # batched prefill (model/queueing/prefill_batch.py), where it is not the default
     if e.prefill_token_budget_per_gpu is None:
         out["prefill_batching"] = False
     elif e.prefill_token_budget_per_gpu != sc.PREFILL_TOKEN_BUDGET_PER_GPU:

@@ -1,4 +1,4 @@
-"""Which plots a sweep gets, from its rows (`pdd_plan.sweep.run`).
+"""Which plots a sweep gets, from its rows (`pdd_plan.stages.sweeping.sweep.run`).
 
 - `bathtub` when the mean hit rate is swept: BCR against it, a line per combination of
   the other keys' values;

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pdd_plan.loaders.catalog import GPU_FIELDS, Catalog
-from pdd_plan.model.hardware import Gpu, LineTier
+from pdd_plan.model.compute.hardware import Gpu, LineTier
 from pdd_plan.model.placement import placement_summary
-from pdd_plan.units import GBIT_BITS, GIB_BYTES, TERA
+from pdd_plan.model.units import GBIT_BITS, GIB_BYTES, TERA
 
 if TYPE_CHECKING:  # annotations only: `catalog list` reads no model, and loads no numpy
-    from pdd_plan.model.llm import ModelSpec
+    from pdd_plan.model.compute.llm import ModelSpec
     from pdd_plan.model.scenario import Scenario
 
 CONTEXT_POINTS_TOKENS = (1, 4096, 65536, 131072)

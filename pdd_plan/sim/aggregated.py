@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pdd_plan.model.engine_profile import step_parts
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.engine_profile import step_parts
+from pdd_plan.model.compute.roofline import Instance
 
 MAX_BATCHED_TOKENS = 8192  # vLLM's default token budget per iteration (chunked prefill)
 MAX_RUNNING = 256  # vLLM's default max_num_seqs

@@ -23,12 +23,12 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model import evaluate as ev
-from pdd_plan.model.attention import KvLayout
-from pdd_plan.model.decode_admission import support_max
+from pdd_plan.model.compute.attention import KvLayout
+from pdd_plan.model.decode.decode_admission import support_max
 from pdd_plan.model.deployment import Deployment
 from pdd_plan.model.scenario import Scenario, ShortOutputCutoff
 from pdd_plan.model.setup import Setup
-from pdd_plan.model.workload import Bins
+from pdd_plan.model.workload.workload import Bins
 from pdd_plan.sim import stats
 from pdd_plan.sim.gaps import measured_gaps_s, overflow_frac
 from pdd_plan.sim.measure import Measured, measure

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pdd_plan.model.handoff import run_catch_up
+from pdd_plan.model.decode.handoff import run_catch_up
 from pdd_plan.sim.decode_instance import DecodeInstance
 from pdd_plan.sim.steps import DecodeSteps
 
@@ -109,7 +109,7 @@ class DecodeEngine:
                  one_way_s: float = 0.0):  # fmt: skip
         """`kv_need`: KV bytes each request reserves on admission; `wan_done_s`: when MD
         holds each request's KV (where RLD overflows to P -> MD); `handoff_delay_s`: the
-        token-id round trip + the engine's fixed cost of a handoff (model/handoff.py);
+        token-id round trip + the engine's fixed cost of a handoff (model/decode/handoff.py);
         `one_way_s`: half the line's RTT (catch-up streams ids and sends its stop one way)."""
         self.pools = {LOCAL_STAGE: local_pools, MAIN_STAGE: [main_pool] if main_pool else []}
         n = len(inputs)

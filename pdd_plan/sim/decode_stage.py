@@ -11,7 +11,7 @@ import numpy as np
 
 from pdd_plan.errors import InputError
 from pdd_plan.model import routing as rt
-from pdd_plan.model.decode_admission import (
+from pdd_plan.model.decode.decode_admission import (
     count_cap,
     kv_bins,
     reserve_output_tokens,

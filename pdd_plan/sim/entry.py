@@ -10,8 +10,8 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.engine_profile import profile_summary
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
+from pdd_plan.model.decode.mixed_pool import refuse_mixed
 from pdd_plan.model.evaluate import prepare
-from pdd_plan.model.mixed_pool import refuse_mixed
 from pdd_plan.model.setup import Setup, check_holds_a_request
 from pdd_plan.sim import stats
 from pdd_plan.sim.measure import measure

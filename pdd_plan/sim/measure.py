@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.model.network import BITS_PER_BYTE
+from pdd_plan.model.network.network import BITS_PER_BYTE
 from pdd_plan.model.setup import DECODE_ROLE, PREFILL_ROLE
 from pdd_plan.sim import stats
 from pdd_plan.sim.run import SimRun
@@ -107,7 +107,7 @@ def measure(run: SimRun) -> Measured:
         ready = tr.prefill.end_s[crossing]
         latency = tr.wan.done_s[crossing] - ready
         transfer = {q: stats.percentile(latency, QUANTILES[q]) for q in ("p50", "p99")}
-        # streamed KV asks for its connection at prefill start (model/wan_streaming.py)
+        # streamed KV asks for its connection at prefill start (model/network/wan_streaming.py)
         streamed = run.setup.scenario.wan.stream_during_prefill
         asked = tr.prefill.start_s if streamed else tr.prefill.end_s
         wait = stats.mean(tr.wan.connect_s[crossing] - asked[crossing])

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.model.prefill_batch import chunk_parts, step_s, token_terms
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.queueing.prefill_batch import chunk_parts, step_s, token_terms
 
 
 @dataclass(frozen=True)

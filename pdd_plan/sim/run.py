@@ -18,12 +18,12 @@ import numpy as np
 
 from pdd_plan.model import decode_cache as dc
 from pdd_plan.model import routing as rt
-from pdd_plan.model import tier_read_back
-from pdd_plan.model.network import BITS_PER_BYTE
-from pdd_plan.model.prefill_batch import batching_applies, budget_tokens
-from pdd_plan.model.rdma import rdma_transfer_s
+from pdd_plan.model.caches import tier_read_back
+from pdd_plan.model.network.network import BITS_PER_BYTE
+from pdd_plan.model.network.rdma import rdma_transfer_s
+from pdd_plan.model.queueing.prefill_batch import batching_applies, budget_tokens
 from pdd_plan.model.setup import Setup
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.workload.workload import RequestClasses
 from pdd_plan.sim.decode import LOCAL_STAGE, MAIN_STAGE
 from pdd_plan.sim.decode_stage import decode_engine, feed_and_run, stage_times
 from pdd_plan.sim.prefill import ChunkTable, PrefillRun, batched_pool, fcfs_pool, with_load
@@ -183,7 +183,7 @@ def _upstream(setup: Setup, req: Requests, rate: float, extra_hold_s=None, seed:
         not_before = prefill.end_s + last_layer_bits / link.flow_cap_bits_per_s
     wan = simulate_wan(setup.link, ready, bits, not_before, extra_hold_s)
     # MD holds the KV once the transfer is done and its cached prefix is read back from
-    # the tier (from prefill start: model/tier_read_back.py)
+    # the tier (from prefill start: model/caches/tier_read_back.py)
     read = tier_read_back.read_back_s(setup, req.input_tokens, routes.md_hit_rate)
     if read.any():
         done = np.where(payload > 0, np.maximum(wan.done_s, prefill.start_s + read), wan.done_s)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from pdd_plan.model import workload as wl
 from pdd_plan.model.scenario import Workload
+from pdd_plan.model.workload import workload as wl
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.optimize import least_squares
 
-from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.engine_profile import PARAMETERS, EngineProfile
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.sim.aggregated import (
     IterationParts,
     Load,

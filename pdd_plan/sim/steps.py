@@ -10,7 +10,7 @@ from bisect import bisect_right
 
 import numpy as np
 
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.roofline import Instance
 
 # Chunked prefill: a prompt is prefilled in chunks of at most this many tokens per GPU of
 # the instance (DeepSeek's and SGLang's EP prefill servers run 16,384 tokens per GPU per

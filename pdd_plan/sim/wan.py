@@ -12,7 +12,7 @@ r = min(cap, (goodput - bits/s of ramping flows) / flows): one virtual clock V =
 service each body flow has received, and a heap of the V at which each finishes. Rates
 change only when the set of flows changes, so the run costs O(log n) per event.
 
-The transfer engine's knobs (model/wan_streaming.py): a striped transfer is N flows of
+The transfer engine's knobs (model/network/wan_streaming.py): a striped transfer is N flows of
 x / N, each its own connection and slow start. A transfer streamed during prefill becomes
 ready at prefill start and its send may not end before prefill end + the last layer's
 share; its bits are not otherwise held back by production (the simplest faithful version:
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdd_plan.model.network import BITS_PER_BYTE, WanLink, send_time_s
+from pdd_plan.model.network.network import BITS_PER_BYTE, WanLink, send_time_s
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def simulate_wan(
     its own slow start; a transfer is done when its last flow is.
 
     not_before_s: a flow may not finish sending before this time (KV streamed during
-    prefill: prefill end + the last layer's share; model/wan_streaming.py);
+    prefill: prefill end + the last layer's share; model/network/wan_streaming.py);
     extra_hold_s: connection time after the last acknowledgement (`pool_hold:
     handoff_end`); each stripe keeps its connection that long after its own end.
     """

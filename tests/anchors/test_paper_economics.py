@@ -27,7 +27,7 @@ import pytest
 from pdd_plan.api import compare_architectures
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path, scenarios_dir
-from pdd_plan.model.attention import KvLayout
+from pdd_plan.model.compute.attention import KvLayout
 from pdd_plan.model.evaluate import evaluate, prepare
 
 RESOLUTION = (1, 8, 16)

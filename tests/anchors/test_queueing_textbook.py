@@ -22,7 +22,7 @@ import pytest
 from scipy import stats
 
 from pdd_plan.errors import InfeasibleError, SaturatedError
-from pdd_plan.model.queueing import (
+from pdd_plan.model.queueing.queueing import (
     WaitModel,
     erlang_b,
     erlang_c,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan.model.kernels import (
+from pdd_plan.model.compute.kernels import (
     allreduce_time_s,
     alltoall_time_s,
     attention_decode_time_s,

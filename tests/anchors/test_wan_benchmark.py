@@ -15,7 +15,7 @@ Asserted here is the pattern, not the numbers, with ONE link for both mixes:
 - modeling-notes arithmetic: 80 req/s x 64K x ~4.4 KB ≈ 23 GB/s > 180 Gbit/s at 0 % hit,
   10x less at 90 %.
 The pool saturating with the narrow mix only is NOT reproduced (strict xfail below): no
-stationary model of flows sharing a line can show it; pdd_plan/model/network.py's docstring
+stationary model of flows sharing a line can show it; pdd_plan/model/network/network.py's docstring
 says why. Nor does a finite run (`wan_run`, the fluid model of a benchmark run starting empty,
 second strict xfail): with the published payload ranges the load is 105 % of the goodput, the
 narrow mix fills the pool 3.7x sooner than the skewed one (11.5 s vs 42 s, asserted below), but
@@ -48,9 +48,9 @@ import numpy as np
 import pytest
 
 from pdd_plan.errors import SaturatedError
-from pdd_plan.model.handoff import PUBLISHED_RECOMPUTE_HANDOFF_S
-from pdd_plan.model.network import WanLink, wan_transfer
-from pdd_plan.model.network_run import wan_run
+from pdd_plan.model.decode.handoff import PUBLISHED_RECOMPUTE_HANDOFF_S
+from pdd_plan.model.network.network import WanLink, wan_transfer
+from pdd_plan.model.network.network_run import wan_run
 from pdd_plan.sim.wan import simulate_wan
 
 ARRIVAL_RATE_PER_S = 80.0
@@ -158,7 +158,7 @@ def test_narrow_mix_median_near_a_second(results):
     strict=True,
     reason="published: the narrow mix saturates the pool (100 %, 1.68 s mean wait) while the "
     "skewed mix uses 63 %; a stationary flow model gives both the same pool occupancy "
-    "(Jensen + PS insensitivity, see pdd_plan/model/network.py)",
+    "(Jensen + PS insensitivity, see pdd_plan/model/network/network.py)",
 )
 def test_narrow_mix_saturates_the_pool_and_queues(results):
     n, s = results["narrow"], results["skewed"]
@@ -241,7 +241,7 @@ def test_finite_run_over_the_line_narrow_mix_fills_the_pool_first(finite_runs, l
     strict=True,
     reason="a finite run over the line shows the narrow mix filling the pool first, but both "
     "mixes then queue without bound: the skewed median is 2.4-15 s (published 0.25 s) and its "
-    "pool 90-98 % (published 63 %); see pdd_plan/model/network.py",
+    "pool 90-98 % (published 63 %); see pdd_plan/model/network/network.py",
 )
 @pytest.mark.parametrize("length_s", RUN_LENGTHS_S)
 def test_finite_run_shows_the_published_pool_gap(finite_runs, length_s):
@@ -368,7 +368,7 @@ def test_a_full_narrow_pool_needs_a_hold_of_08_s(results, kv_64k_bytes):
     strict=True,
     reason="holding connections through the published 305 ms handoff (pool_hold: handoff_end, "
     "threshold 0.95) lifts the narrow pool to 77 % and the skewed to 66 %: a gap, but the "
-    "published 100 % / 1.7 s wait needs a 0.8 s hold; see pdd_plan/model/network.py",
+    "published 100 % / 1.7 s wait needs a 0.8 s hold; see pdd_plan/model/network/network.py",
 )
 def test_handoff_hold_reproduces_the_published_pool_gap(held, held_sim):
     n, s = held["narrow"], held["skewed"]

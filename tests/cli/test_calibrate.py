@@ -9,8 +9,8 @@ import pytest
 
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.engine_profile import load_engine_profile
-from pdd_plan.model.engine_profile import EngineProfile
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.engine_profile import EngineProfile
+from pdd_plan.model.compute.roofline import Instance
 
 CAT = Catalog()
 FPM_HEADER = (

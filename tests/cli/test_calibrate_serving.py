@@ -9,9 +9,9 @@ import pytest
 
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.engine_profile import load_engine_profile
-from pdd_plan.loaders.serving_results import read_serving_file
-from pdd_plan.model.engine_profile import EngineProfile
-from pdd_plan.model.roofline import Instance
+from pdd_plan.loaders.serving_files import read_serving_file
+from pdd_plan.model.compute.engine_profile import EngineProfile
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.sim.aggregated import Load, serve
 from pdd_plan.sim.serving_fit import FITTED
 
@@ -258,7 +258,7 @@ def test_binary_and_kv_less_runs_are_one_line(run_cli, tmp_path):
 
 def test_a_slower_engine_fits_lower_efficiencies(tmp_path):
     """Same runs, an engine at half the memory efficiency: the fit follows it."""
-    from pdd_plan.calibration_serving import calibrate_serving
+    from pdd_plan.stages.calibrating.calibration_serving import calibrate_serving
 
     slow = replace(TRUE, memory_efficiency_frac=0.4)
     lines = _csv(RUNS[:3]).splitlines()
@@ -276,7 +276,7 @@ def test_open_loop_runs_are_fitted_to_their_figures(tmp_path):
     """Poisson runs (vLLM results with a request rate): each is simulated afresh per
     trial; the fit reproduces every figure within 10 % (the parameters themselves are
     less determined at low load: sim/serving_fit.py)."""
-    from pdd_plan.calibration_serving import calibrate_serving
+    from pdd_plan.stages.calibrating.calibration_serving import calibrate_serving
 
     inst = Instance(CAT.model("qwen3_32b"), CAT.gpus["h200_sxm"], 1, engine_profile=TRUE)
     names = []

@@ -201,7 +201,7 @@ def test_a_resumed_sweep_is_keyed_by_the_overlay_and_the_model_file(tmp_path, mo
     from types import SimpleNamespace
 
     from pdd_plan.loaders.catalog_overlay import OVERLAY_ENV
-    from pdd_plan.sweep_journal import sweep_key
+    from pdd_plan.stages.sweeping.sweep_journal import sweep_key
 
     (tmp_path / "cat" / "models").mkdir(parents=True)
     entry = tmp_path / "cat" / "models" / "m.yaml"

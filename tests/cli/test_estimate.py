@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.roofline import Instance
 
 
 def test_estimate_json_equals_the_library(run_cli):

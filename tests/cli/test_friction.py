@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pdd_plan import sweep as sw
+from pdd_plan.stages.sweeping import sweep as sw
 from tests.conftest import cli_command
 
 TINY = Path(__file__).resolve().parent.parent / "sweep" / "tiny.yaml"

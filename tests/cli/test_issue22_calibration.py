@@ -23,8 +23,8 @@ import yaml
 
 import pdd_plan
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model.engine_profile import EngineProfile
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.engine_profile import EngineProfile
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.sim.aggregated import Load, serve
 from tests.cli.test_calibrate import TRUE, _fpm_text
 from tests.conftest import cli_command

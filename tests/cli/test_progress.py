@@ -87,7 +87,7 @@ def test_when_bars_are_drawn(monkeypatch, option, env, json_output, tty, expecte
 def test_the_reports_worker_cases_move_their_bar_as_each_ends():
     from concurrent.futures import ThreadPoolExecutor
 
-    from pdd_plan.report_build import _count_done
+    from pdd_plan.stages.reporting.report_build import _count_done
 
     heard = []
     with ThreadPoolExecutor(2) as pool:
@@ -100,8 +100,8 @@ def test_the_reports_worker_cases_move_their_bar_as_each_ends():
 def test_report_draws_the_stages_build_reports(tmp_path, monkeypatch, capsys):
     """The `report` command's wiring, with the build replaced by one that reports two
     stages (the real build's stages are the solve --report ones above, plus the pool's)."""
-    from pdd_plan import report_build
     from pdd_plan.cli.report_cmd import report
+    from pdd_plan.stages.reporting import report_build
 
     def fake_build(*args, progress=None, say=None, **kwargs):
         assert progress is not None  # bars asked for: the build hears a callback

@@ -62,8 +62,8 @@ def test_evaluate_loads_the_models_but_not_the_optimiser_or_pydantic(tmp_path):
 
 
 def test_the_catalogs_gpus_and_lines_load_without_the_model_classes_or_numpy():
-    """GPUs, line tiers and cache tiers are plain records (model/hardware.py,
-    model/cache_tier.py): reading them needs neither the LLM model classes nor numpy,
+    """GPUs, line tiers and cache tiers are plain records (model/compute/hardware.py,
+    model/caches/cache_tier.py): reading them needs neither the LLM model classes nor numpy,
     which load with the first model asked for."""
     code = """
 import json, sys
@@ -80,5 +80,5 @@ print("LOADED=" + json.dumps([before, sorted(sys.modules)]))
     lines = [x for x in done.stdout.splitlines() if x.startswith("LOADED=")]
     assert done.returncode == 0 and lines, done.stderr[-2000:]
     before, after = json.loads(lines[-1][len("LOADED=") :])
-    assert _heavy(before, ("numpy", "pdd_plan.model.llm", "pdd_plan.model.scenario")) == []
-    assert "pdd_plan.model.llm" in after  # a model still loads, classes and all
+    assert _heavy(before, ("numpy", "pdd_plan.model.compute.llm", "pdd_plan.model.scenario")) == []
+    assert "pdd_plan.model.compute.llm" in after  # a model still loads, classes and all

@@ -46,7 +46,8 @@ for args in json.loads(sys.argv[1]):  # one command line, or several in turn
     except SystemExit as exc:
         assert exc.code in (0, None), exc.code
 heavy = json.loads(sys.argv[2])
-loaded = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))
+loaded = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy)
+                and m not in ("pdd_plan.model", "pdd_plan.model.units"))  # constants, no imports
 commands = sorted(m for m in sys.modules if m.startswith("pdd_plan.cli.") and m.endswith("_cmd"))
 print("PROBE=" + json.dumps({"heavy": loaded, "commands": commands}))
 """

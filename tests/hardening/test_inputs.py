@@ -252,7 +252,7 @@ def test_ten_thousand_bins_solve_with_a_coarsening_warning(cli, tmp_path):
 
 
 def test_merged_bins_keep_the_mean_and_the_asked_points():
-    from pdd_plan.model.workload import Bins
+    from pdd_plan.model.workload.workload import Bins
 
     rng = np.random.default_rng(7)
     lows = np.sort(rng.uniform(0, 1, 10_000))

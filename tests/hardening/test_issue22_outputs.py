@@ -55,10 +55,14 @@ def tiny_with_files(folder: Path, model_file: str = "m.yaml", profile: str = "pr
 
 @pytest.mark.parametrize(
     "option, target",
-    [("--bom", "m.yaml"), ("--report", "prof.yaml"), ("--dump-lp", "m.yaml")],
+    [("--bom", "m.csv"), ("--report", "prof.md"), ("--dump-lp", "m.lp")],
 )
 def test_an_output_naming_a_file_the_scenario_reads_is_refused(cli, tmp_path, option, target):
-    tiny_with_files(tmp_path)
+    """The scenario's model and profile files named with the output's extension (any
+    other is refused before the scenario loads: output_formats.py), so the refusal comes
+    from the check of each file as the run opens it."""
+    model, profile = ("m.yaml", target) if option == "--report" else (target, "prof.yaml")
+    tiny_with_files(tmp_path, model, profile)
     before = checksums(tmp_path)
     done = cli("solve", "s.yaml", option, target)
     assert_one_error_line(done, 2, f"{target}:", option, "the same file as the input")
@@ -92,11 +96,15 @@ def test_the_engine_profile_option_and_a_catalog_overlay_are_inputs(cli, tmp_pat
     overlay.mkdir(parents=True)
     entry = (CATALOG / "gpus" / "l40s.yaml").read_text().replace("id: l40s", "id: my_l40s")
     (overlay / "my_l40s.yaml").write_text(entry)  # a new id: no note about a replaced one
+    row = '{{"timestamp": {}, "input_length": 1000, "output_length": 10, "hash_ids": [1, 2]}}\n'
+    (tmp_path / "t.jsonl").write_text(row.format(0) + row.format(500))
     before = checksums(tmp_path)
     done = cli("solve", "s.yaml", "--engine-profile", "p2.yaml", "--bom", "p2.yaml")
     assert_one_error_line(done, 2, "p2.yaml:", "--bom", "input")
-    done = cli("--catalog-dir", "overlay", "solve", "s.yaml", "--bom", "overlay/gpus/my_l40s.yaml")
-    assert_one_error_line(done, 2, "my_l40s.yaml:", "--bom", "input")
+    # an overlay entry is YAML, which no `solve` output writes: a YAML output names it
+    done = cli("--catalog-dir", "overlay", "trace", "analyze", "t.jsonl", "--workload-out",
+               "overlay/gpus/my_l40s.yaml")  # fmt: skip
+    assert_one_error_line(done, 2, "my_l40s.yaml", "--workload-out", "input")
     assert changed(before, checksums(tmp_path)) == set()
 
 

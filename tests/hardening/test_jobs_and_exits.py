@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pdd_plan import sweep as sw
 from pdd_plan.errors import InfeasibleError, InputError, PddPlanError, SolverError
+from pdd_plan.stages.sweeping import sweep as sw
 from tests.hardening.conftest import TINY, assert_no_traceback, cli_command, cli_env
 
 RATE = "workload.arrival_rate_per_s"

@@ -23,7 +23,7 @@ import random
 from pdd_plan.errors import InfeasibleError, SaturatedError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.model import scenario as sc
-from pdd_plan.model import workload as wl
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, InstanceGroup, LineLease
 from pdd_plan.model.evaluate import (
     deployment_cost_usd_per_hour,
@@ -33,7 +33,7 @@ from pdd_plan.model.evaluate import (
     snapshot,
 )
 from pdd_plan.model.placement import placement_problem
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.workload import workload as wl
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.candidates import shapes
 from pdd_plan.plan.search import BCR_HEADROOM

@@ -13,7 +13,7 @@ import functools
 import pytest
 from small_scenarios import by_cost, catalog, meets, random_scenario, run_solve
 
-from pdd_plan.model.cache_tier import CacheOptions, kv_bytes_per_token
+from pdd_plan.model.caches.cache_tier import CacheOptions, kv_bytes_per_token
 
 COST_TOL = 1e-6  # $/h
 SEEDS = (1, 3, 9, 11)  # min_cost scenarios that cross (pdd, pdd, cdc_pd, cdc_pd)

@@ -16,10 +16,10 @@ import pytest
 from small_scenarios import RESOLUTION, by_cost, catalog, random_scenario
 
 from pdd_plan.errors import InfeasibleError
-from pdd_plan.model import workload as wl
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.model.evaluate import goodput_rps, prepare
-from pdd_plan.model.prefill_batch import prefill_capacity_rps
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.queueing.prefill_batch import prefill_capacity_rps
+from pdd_plan.model.workload import workload as wl
 from pdd_plan.plan import bounds as bd
 from pdd_plan.plan import capacity_ceiling as cc
 from pdd_plan.plan import solve as sv

@@ -12,7 +12,7 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path, scenarios_dir
 from pdd_plan.model.evaluate import prepare, snapshot
-from pdd_plan.model.workload import Bins
+from pdd_plan.model.workload.workload import Bins
 from pdd_plan.sim.agreement import capacity_rps
 
 CATALOG = Catalog()
@@ -65,7 +65,7 @@ def test_relay_turns_nobody_away_well_below_its_slots(frac):
     """The narrow mix sends every request to RLD; wherever RLD carries at most 60 % of its
     slots, the share that overflows to P -> MD is nil: Erlang-B over 120 slots at 72
     erlangs is 6e-8, and the longest prompts, which need more of the KV than the mean one
-    (the knapsack, model/knapsack.py), lift it to at most a few in a million."""
+    (the knapsack, model/queueing/knapsack.py), lift it to at most a few in a million."""
     cap = capacity_rps(RELAY_HEAVY)
     snap = snapshot(RELAY_HEAVY, frac * cap)
     if snap.utilization_frac["relay_decode"] <= 0.6:

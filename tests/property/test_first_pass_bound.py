@@ -20,11 +20,11 @@ import pytest
 from small_scenarios import RESOLUTION, by_cost, catalog, random_scenario
 
 from pdd_plan.errors import SaturatedError
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.evaluate import meets_sla, prepare
-from pdd_plan.model.roofline import Instance
-from pdd_plan.model.workload import request_classes
+from pdd_plan.model.workload.workload import request_classes
 from pdd_plan.plan import bounds as bd
 
 # the small scenarios that plan PDD (small_scenarios.ARCHS draws the architecture)

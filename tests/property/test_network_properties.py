@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pdd_plan.errors import SaturatedError
-from pdd_plan.model.network import WanLink, send_time_s, wan_transfer
+from pdd_plan.model.network.network import WanLink, send_time_s, wan_transfer
 
 REL = 1e-9  # rounding slack
 

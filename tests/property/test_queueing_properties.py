@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
-from pdd_plan.model.queueing import (
+from pdd_plan.model.queueing.queueing import (
     WaitModel,
     erlang_b,
     erlang_c,

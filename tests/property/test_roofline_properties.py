@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model.roofline import PARALLELISMS, Instance
+from pdd_plan.model.compute.roofline import PARALLELISMS, Instance
 
 CATALOG = Catalog()
 MODELS = {m: CATALOG.model(m) for m in CATALOG.model_ids()}

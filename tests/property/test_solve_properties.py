@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from small_scenarios import GPUS, RESOLUTION, by_cost, catalog, meets, random_scenario, run_solve
 
 from pdd_plan.model import scenario as sc
-from pdd_plan.model import workload as wl
 from pdd_plan.model.evaluate import meets_sla, prepare
+from pdd_plan.model.workload import workload as wl
 
 SEEDS = st.sampled_from(range(26))
 COST_TOL = 1e-6

@@ -32,7 +32,7 @@ window.addEventListener('load', () => {
 
 @pytest.fixture(scope="module")
 def report():
-    from pdd_plan.report_build import build
+    from pdd_plan.stages.reporting.report_build import build
 
     return build(str(TINY), "pdd", jobs=2, resolution=(2, 3, 8), hit_means=(0.5, 0.7, 0.9))
 

@@ -131,7 +131,7 @@ objective: {kind: max_bcr}
 
 @pytest.fixture(scope="module")
 def qwen_report(tmp_path_factory):
-    from pdd_plan.report_build import build
+    from pdd_plan.stages.reporting.report_build import build
 
     path = tmp_path_factory.mktemp("qwen") / "qwen_two_dc.yaml"
     path.write_text(QWEN_TWO_DC)

@@ -82,7 +82,7 @@ def test_the_explain_table_shows_no_relay_policy_without_a_relay():
 
 def test_a_neighbour_keeps_the_cache_tier_its_plan_bought(default, catalog):
     from pdd_plan.model.setup import deployment_cost_usd_per_hour
-    from pdd_plan.report_plans import deployment_from_json
+    from pdd_plan.stages.reporting.report_plans import deployment_from_json
 
     p = plan("cdc_pd", P_H100, group("main_decode", "dc_b", "h20_96g", 8, 2),
              lines=[("wave_10g", 1)])  # fmt: skip

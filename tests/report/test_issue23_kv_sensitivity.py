@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from pdd_plan.api import DEFAULT_RESOLUTION
-from pdd_plan.kv_verdict import kv_layout_verdict
 from pdd_plan.loaders.scenario import load_scenario
 from pdd_plan.plan.kv_layouts import context_tokens, kv_layout_cases, window_range
 from pdd_plan.plan.search import BCR_HEADROOM
+from pdd_plan.stages.solving.kv_verdict import kv_layout_verdict
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER = REPO / "scenarios" / "pdd-paper.yaml"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan import api, fork_pool, report_build, report_pool
+from pdd_plan import api
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario
 from pdd_plan.loaders.strict import load_yaml
@@ -19,6 +19,8 @@ from pdd_plan.plan import solve as sv
 from pdd_plan.plan.scenario_edit import HIT_MEAN_KEY, edited
 from pdd_plan.plan.variants import HIT_RATE_MEANS
 from pdd_plan.report.markdown import render_report
+from pdd_plan.stages import fork_pool
+from pdd_plan.stages.reporting import report_build, report_pool
 
 TINY = Path(__file__).parent.parent / "sweep" / "tiny.yaml"
 COARSE = (2, 3, 8)  # a coarse workload grid: each solve a fraction of a second

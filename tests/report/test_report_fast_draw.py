@@ -38,7 +38,7 @@ def test_the_svg_without_the_png_is_the_svg_beside_it():
 def test_a_figure_drawn_in_a_pool_worker_is_the_one_drawn_here():
     """The report draws its figures in a worker forked with matplotlib loaded
     (report_pool.drawer, html_figures._drawn)."""
-    from pdd_plan import report_pool
+    from pdd_plan.stages.reporting import report_pool
 
     args = (bathtub_args(), pareto_args())
     here = [plots.draw("bathtub", args[0], False), plots.draw("pareto", args[1], False)]

@@ -12,16 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pdd_plan import api, report_build
-from pdd_plan import sweep as sw
+from pdd_plan import api
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario
 from pdd_plan.loaders.strict import load_yaml
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.scenario_edit import HIT_MEAN_KEY
 from pdd_plan.plan.variants import sensitivity_cases
-from pdd_plan.report_cases import _case_in_worker, point_and_case
-from pdd_plan.solve_memo import memoised, shared_solves
+from pdd_plan.stages.reporting import report_build
+from pdd_plan.stages.reporting.report_cases import _case_in_worker, point_and_case
+from pdd_plan.stages.solving.solve_memo import memoised, shared_solves
+from pdd_plan.stages.sweeping import sweep as sw
 
 TINY = Path(__file__).parent.parent / "sweep" / "tiny.yaml"
 COARSE = (2, 3, 8)

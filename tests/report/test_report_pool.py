@@ -15,11 +15,12 @@ import pytest
 from test_report_fast import InProcess as RunsHere
 from test_report_fast import undated, without_wall
 
-from pdd_plan import fork_pool, report_build, report_pool
 from pdd_plan.plan.scenario_edit import ARCH_KEY, HIT_MEAN_KEY
 from pdd_plan.report import plots
 from pdd_plan.report.html_figures import _drawn
-from pdd_plan.report_plans import Evaluator, evaluate_plan
+from pdd_plan.stages import fork_pool
+from pdd_plan.stages.reporting import report_build, report_pool
+from pdd_plan.stages.reporting.report_plans import Evaluator, evaluate_plan
 
 TINY = Path(__file__).parent.parent / "sweep" / "tiny.yaml"
 COARSE = (2, 3, 8)

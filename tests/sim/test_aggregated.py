@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model.engine_profile import EngineProfile
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.engine_profile import EngineProfile
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.sim.aggregated import Load, closed_loop_schedule, serve
 
 CAT = Catalog()

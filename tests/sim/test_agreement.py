@@ -41,7 +41,7 @@ KNOWN_MISSES = {
     # 100,000 requests the simulated P99 is 1.9-7.2 s by seed against the closed form's
     # 2.1-2.2 s (benchmarks/agreement.py --seeds); here 0.5 s
     ("paper colocated 0.9", "ttft_p99"),
-    # batched prefill near full-step capacity (model/prefill_gate.py): three instances
+    # batched prefill near full-step capacity (model/queueing/prefill_gate.py): three instances
     # on one queue at 90 % of full-step load; at 30,000 requests P99 4.57 s against 5.38
     # simulated [4.82, 5.95] (the pooled gap's tail, instances' phases taken as
     # independent); at this N the simulated tail is a few long episodes

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from pdd_plan.model import routing as rt
-from pdd_plan.model.handoff import DEFAULT_ENGINE_FIXED_S
-from pdd_plan.model.workload import Bins
+from pdd_plan.model.decode.handoff import DEFAULT_ENGINE_FIXED_S
+from pdd_plan.model.workload.workload import Bins
 from pdd_plan.sim.agreement import SUITE, TRIAL_HOLDS, longest_hold_s, trial_requests
 from pdd_plan.sim.decode import (
     ARRIVE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.sim.prefill import ChunkTable, batched_pool, fcfs_pool, with_load
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from pdd_plan.model.network import WanLink
+from pdd_plan.model.network.network import WanLink
 from pdd_plan.sim.prefill import fcfs_pool
 from pdd_plan.sim.wan import simulate_wan
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan import sweep as sw
 from pdd_plan.errors import InputError
 from pdd_plan.report.sweep_files import METRIC_COLUMNS, csv_text
+from pdd_plan.stages.sweeping import sweep as sw
 
 TINY = Path(__file__).with_name("tiny.yaml")
 RES = (2, 3, 8)  # a coarse request-class grid: each idc_pd point solves in ~0.2 s

@@ -9,7 +9,7 @@ from pathlib import Path
 import matplotlib.image
 import yaml
 
-from pdd_plan import sweep as sw
+from pdd_plan.stages.sweeping import sweep as sw
 
 TINY = Path(__file__).with_name("tiny.yaml")
 

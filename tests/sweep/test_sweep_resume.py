@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan import sweep as sw
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.sweep_journal import JOURNAL_NAME, open_journal, sweep_key
+from pdd_plan.stages.sweeping import sweep as sw
+from pdd_plan.stages.sweeping.sweep_journal import JOURNAL_NAME, open_journal, sweep_key
 
 TINY = Path(__file__).with_name("tiny.yaml").resolve()
 AXIS = "workload.arrival_rate_per_s=0.5:4:0.5"  # 8 points, each one plan evaluation

@@ -14,7 +14,7 @@ from trace_helpers import row, write_mooncake
 from pdd_plan.loaders import trace_stats as stats
 from pdd_plan.loaders.scenario import load_scenario
 from pdd_plan.loaders.trace_reuse import ladder_blocks
-from pdd_plan.model import workload as wl
+from pdd_plan.model.workload import workload as wl
 
 A = [1, 2, 3, 4]  # one long prompt (4 one-token blocks) that comes back
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pdd_plan import choose
 from pdd_plan.api import solve_scenario
 from pdd_plan.plan import search
 from pdd_plan.report.choice_text import recommendation
+from pdd_plan.stages.solving import choose
 
 RESOLUTION = (4, 6, 12)  # coarser than the CLI's: the same comparison, faster
 TINY = Path(__file__).resolve().parents[1] / "sweep" / "tiny.yaml"

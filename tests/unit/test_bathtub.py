@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pdd_plan.model.workload import Bins
+from pdd_plan.model.workload.workload import Bins
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -261,7 +261,7 @@ def test_the_simulator_reads_the_plan_s_cache(tmp_path):
     would read the scenario's unlimited cache and ship a fraction of it). A resident
     request ships its uncached part (mean hit 0.869: 13 %), a non-resident one all of it:
     (0.37 + 0.63 x 0.13) / (0.15 + 0.85 x 0.13) = 0.45 / 0.26 = 1.7 times the bytes."""
-    from pdd_plan.model.cache_tier import CacheBuy
+    from pdd_plan.model.caches.cache_tier import CacheBuy
     from pdd_plan.model.evaluate import prepare, snapshot
     from pdd_plan.sim.entry import simulate_plan
 

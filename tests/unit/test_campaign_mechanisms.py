@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from pdd_plan.agreement_campaign import draw
-from pdd_plan.model.knapsack import knapsack_blocking
-from pdd_plan.model.queueing import erlang_b
-from pdd_plan.model.tpot import time_average_factor
-from pdd_plan.model.workload import TruncatedLognormal, strata_edges
+from pdd_plan.model.decode.tpot import time_average_factor
+from pdd_plan.model.queueing.knapsack import knapsack_blocking
+from pdd_plan.model.queueing.queueing import erlang_b
+from pdd_plan.model.workload.workload import TruncatedLognormal, strata_edges
+from pdd_plan.stages.agreement_campaign import draw
 
 
 # ---- request classes: strata finer towards the tail the percentiles read ------------------

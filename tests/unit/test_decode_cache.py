@@ -18,7 +18,7 @@ from pdd_plan.model.deployment import RoutingPolicy
 from pdd_plan.model.evaluate import snapshot
 from pdd_plan.model.scenario import PrefixReuse, ShortOutputCutoff
 from pdd_plan.model.setup import prepare
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.workload.workload import RequestClasses
 
 RESOLUTION = (1, 10, 24)
 CURVE = PrefixReuse((1e6, 4e6, 16e6, 64e6), (0.15, 0.48, 0.90, 1.0), 10.0)

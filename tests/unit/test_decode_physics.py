@@ -12,15 +12,14 @@ import pytest
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path, scenarios_dir
 from pdd_plan.model import routing as rt
-from pdd_plan.model.decode_admission import (
+from pdd_plan.model.decode.decode_admission import (
     admission_wait,
     merge_waits,
     reserved_tokens,
     slots_per_instance,
     support_max,
 )
-from pdd_plan.model.evaluate import prepare, snapshot
-from pdd_plan.model.handoff import (
+from pdd_plan.model.decode.handoff import (
     DEFAULT_ENGINE_FIXED_S,
     PUBLISHED_HANDOFF_RTT_S,
     PUBLISHED_HANDOFF_TOKENS,
@@ -28,8 +27,9 @@ from pdd_plan.model.handoff import (
     Handoff,
     catch_up_extra_tokens,
 )
-from pdd_plan.model.queueing import WaitModel
-from pdd_plan.model.workload import Bins, Fixed, TruncatedLognormal
+from pdd_plan.model.evaluate import prepare, snapshot
+from pdd_plan.model.queueing.queueing import WaitModel
+from pdd_plan.model.workload.workload import Bins, Fixed, TruncatedLognormal
 
 RESOLUTION = (1, 10, 24)
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model import step_fit as sf
-from pdd_plan.model.engine_profile import PARAMETERS, EngineProfile
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute import step_fit as sf
+from pdd_plan.model.compute.engine_profile import PARAMETERS, EngineProfile
+from pdd_plan.model.compute.roofline import Instance
 
 CAT = Catalog()
 
@@ -206,7 +206,7 @@ def test_real_qwen3_32b_held_out_configuration_within_10_percent(shared_dir):
     """vLLM 0.20.1 on B300 (../shared/data/perf/fpm): fitted on TP 1, 2 and 8, the TP4 run's
     iterations are predicted within the issue's target, 10 % median error per phase (the
     plain roofline misses TP4 by 7-15 %: the test can fail)."""
-    from pdd_plan.calibration import prepared, read_measurements
+    from pdd_plan.stages.calibrating.calibration import prepared, read_measurements
 
     folder = shared_dir / "data" / "perf" / "fpm"
     files = sorted(folder.glob("fpm_upfront_qwen32_full_once_*__tp[1248]_ep1_past4096.csv.gz"))

@@ -154,7 +154,7 @@ def test_evaluate_warns_near_wan_capacity(catalog, paper):
 
 
 def test_colocated_pauses_are_modelled_not_warned(catalog, paper):
-    """Prefill pauses are now part of the TPOT and largest-gap distributions (model/tpot.py):
+    """Prefill pauses are now part of the TPOT and largest-gap distributions (model/decode/tpot.py):
     a colocated evaluation carries no blanket colocated warning."""
     import dataclasses
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pdd_plan.model.attention import attended_entries, attended_entries_prefix_sum
+from pdd_plan.model.compute.attention import attended_entries, attended_entries_prefix_sum
 
 
 def test_llama_decode_flops_by_hand(catalog):

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pdd_plan.model.handoff import (
+from pdd_plan.model.decode.handoff import (
     Handoff,
     catch_up_extra_tokens,
     catch_up_stop_s,

@@ -18,6 +18,7 @@ from llama_two_dc import two_dc_llama
 from pdd_plan import api
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario
+from pdd_plan.stages.solving import solve_service
 
 
 def two_architectures(tmp_path) -> object:
@@ -42,7 +43,7 @@ def starve(monkeypatch, arch: str) -> None:
             deadline = time.perf_counter() - 1.0
         return real(s, architecture, catalog, resolution, time_limit_s, deadline)
 
-    monkeypatch.setattr(api, "solve_loaded", solve_loaded)
+    monkeypatch.setattr(solve_service, "solve_loaded", solve_loaded)  # where solve_choosing looks
 
 
 def test_both_searches_proven_give_an_optimal_choice(tmp_path):

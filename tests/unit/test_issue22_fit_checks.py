@@ -7,12 +7,12 @@ import dataclasses
 
 import pytest
 
-from pdd_plan import calibration_checks as checks
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.engine_profile import engines_dir, load_engine_profile, profile_summary
-from pdd_plan.model.engine_profile import IDENTITY
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.engine_profile import IDENTITY
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.stages.calibrating import calibration_checks as checks
 
 CAT = Catalog()
 # qwen3_32b is BF16: its GEMMs run at b300's catalog BF16 efficiency, 0.663 of the peak

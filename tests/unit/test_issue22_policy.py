@@ -20,7 +20,7 @@ from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario
-from pdd_plan.model.cache_tier import CacheOptions
+from pdd_plan.model.caches.cache_tier import CacheOptions
 from pdd_plan.model.scenario import ShortOutputCutoff
 
 ROOT = Path(pdd_plan.__file__).parent.parent

@@ -29,8 +29,9 @@ from issue22_cases import (
     written,
 )
 
-from pdd_plan import api, sweep
+from pdd_plan import api
 from pdd_plan.errors import InfeasibleError
+from pdd_plan.stages.sweeping import sweep
 
 
 def assert_named_with_figures(answer: dict, name: str) -> None:

@@ -4,11 +4,11 @@ arithmetic done here from the catalog's own figures (not from the code's output)
 import numpy as np
 import pytest
 
-from pdd_plan import calibration_checks as checks
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model import step_fit as sf
-from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute import step_fit as sf
+from pdd_plan.model.compute.engine_profile import IDENTITY, PARAMETERS, EngineProfile
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.stages.calibrating import calibration_checks as checks
 
 CAT = Catalog()
 QWEN = CAT.model("qwen3_32b")  # dense: 64 layers, 8 KV heads

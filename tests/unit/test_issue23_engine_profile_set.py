@@ -13,8 +13,8 @@ from pdd_plan.loaders.engine_profile import (
     profile_summary,
     transfer_notes,
 )
-from pdd_plan.model.engine_profile import EngineProfile
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.engine_profile import EngineProfile
+from pdd_plan.model.compute.roofline import Instance
 
 CAT = Catalog()
 

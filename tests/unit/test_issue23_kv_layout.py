@@ -18,8 +18,8 @@ import yaml
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.scenario import load_scenario
-from pdd_plan.model.cache_tier import kv_bytes_per_token
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.caches.cache_tier import kv_bytes_per_token
+from pdd_plan.model.compute.roofline import Instance
 
 REPO = Path(__file__).resolve().parents[2]
 PAPER = REPO / "scenarios" / "pdd-paper.yaml"

@@ -99,7 +99,7 @@ def test_a_parameter_the_points_do_not_move_is_refused_by_name(run_cli, tmp_path
 def test_the_fit_names_the_weak_one_of_two_that_move_together():
     """Residuals that see only a + b: neither alone is identified; the refusal names one
     (the other is then identified: it carries the sum). A third, independent one stays."""
-    from pdd_plan import observed_fit
+    from pdd_plan.stages.calibrating import observed_fit
 
     target = np.array([1.0, 2.0, 3.0])
 
@@ -164,7 +164,7 @@ def test_the_standard_error_of_a_mean_is_the_textbook_one():
     """Residuals x - c_i (a location fitted to m values): least squares gives the mean and
     the standard error s / sqrt(m), s the sample standard deviation (m - 1 degrees of
     freedom), here above the figures' noise floor."""
-    from pdd_plan import observed_fit
+    from pdd_plan.stages.calibrating import observed_fit
 
     c = np.array([0.8, 1.0, 1.3, 0.9, 1.5])
     got = observed_fit.fit(lambda x: x[0] - c, ("x",), [2.0], [0.0], [10.0])

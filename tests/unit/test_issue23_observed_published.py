@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 import pdd_plan
-from pdd_plan.model.engine_profile import PARAMETERS
+from pdd_plan.model.compute.engine_profile import PARAMETERS
 
 ROOT = Path(pdd_plan.__file__).parent.parent
 OBSERVED = ROOT / "scenarios" / "observed" / "pdd-paper-ttft.yaml"

@@ -13,9 +13,14 @@ import numpy as np
 import pytest
 
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.sim.aggregated import Load
-from pdd_plan.validation import model_figures, summary, validate, weighted_percentile
+from pdd_plan.stages.calibrating.validation import (
+    model_figures,
+    summary,
+    validate,
+    weighted_percentile,
+)
 
 CAT = Catalog()
 INST = Instance(CAT.model("qwen3_32b"), CAT.gpus["h200_sxm"], 1)

@@ -24,7 +24,7 @@ import pytest
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.loaders.serving_results import read_serving_file
+from pdd_plan.loaders.serving_files import read_serving_file
 
 OPTIONS = {"model": "qwen3_32b", "gpu": "h200_sxm", "tp": 1}
 CATALOG = Catalog()

@@ -11,7 +11,7 @@ import yaml
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
-from pdd_plan.model import workload as wl
+from pdd_plan.model.workload import workload as wl
 from pdd_plan.plan.variants import with_hit_rate_mean
 from pdd_plan.report import resolved
 from pdd_plan.sim.sampling import draw_requests

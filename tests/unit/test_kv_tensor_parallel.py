@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from pdd_plan.model.attention import tp_replication
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.attention import tp_replication
+from pdd_plan.model.compute.roofline import Instance
 
 QWEN_FP8_BYTES_PER_TOKEN = 94 * 4 * (128 + 128) * 1  # 96,256
 LLAMA_BF16_BYTES_PER_TOKEN = 80 * 8 * (128 + 128) * 2  # 327,680

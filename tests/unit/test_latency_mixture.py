@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s
-from pdd_plan.model.queueing import WaitModel
+from pdd_plan.model.queueing.latency_mixture import LatencyGroup, grouped_quantiles_s
+from pdd_plan.model.queueing.queueing import WaitModel
 
 
 def test_no_waits_is_the_weighted_quantile():

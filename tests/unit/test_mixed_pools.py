@@ -85,7 +85,7 @@ def test_the_split_follows_each_groups_capacity_at_its_tpot_batch(catalog, tmp_p
     """share_i = n_i B_i / step_i(B_i), normalised; B_i the batch whose step reaches the
     60 ms TPOT limit (or HBM's) at the mean context 2,000 + 300 / 2 = 2,150 tokens. Each
     group then runs Little's law on its own share: B = rate x share / n x 300 x step, the
-    step a request shares with the B others (model/decode_pool.py): step(B + 1)."""
+    step a request shares with the B others (model/decode/decode_pool.py): step(B + 1)."""
     setup = _setup(catalog, tmp_path, IDC % (H100_DECODE + "\n" + H20_DECODE))
     assert setup.mixed
     context = 2000 + 300 / 2

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from pdd_plan.errors import SaturatedError
-from pdd_plan.model.flow_sharing import erlang_c_continuous, ps_slowdown
-from pdd_plan.model.network import WanLink, send_time_s, wan_transfer
-from pdd_plan.model.queueing import erlang_c, ps_mean_sojourn_s
-from pdd_plan.model.rdma import rdma_transfer_s
+from pdd_plan.model.network.flow_sharing import erlang_c_continuous, ps_slowdown
+from pdd_plan.model.network.network import WanLink, send_time_s, wan_transfer
+from pdd_plan.model.network.rdma import rdma_transfer_s
+from pdd_plan.model.queueing.queueing import erlang_c, ps_mean_sojourn_s
 
 
 def link(**kw) -> WanLink:

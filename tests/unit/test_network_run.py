@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdd_plan.model.network import WanLink, send_time_s, wan_transfer
-from pdd_plan.model.network_run import wan_run
+from pdd_plan.model.network.network import WanLink, send_time_s, wan_transfer
+from pdd_plan.model.network.network_run import wan_run
 
 
 def link(**kw) -> WanLink:

@@ -1,4 +1,4 @@
-"""Batched prefill (model/prefill_batch.py): one step over several chunks, the pool as a
+"""Batched prefill (model/queueing/prefill_batch.py): one step over several chunks, the pool as a
 batch-service queue, the planner's capacity and the scenario knob."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import yaml
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.scenario import load_scenario
-from pdd_plan.model import prefill_batch as pb
-from pdd_plan.model.engine_profile import EngineProfile
-from pdd_plan.model.queueing import ggc_wait
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.engine_profile import EngineProfile
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.queueing import prefill_batch as pb
+from pdd_plan.model.queueing.queueing import ggc_wait
 from pdd_plan.model.scenario import PREFILL_TOKEN_BUDGET_PER_GPU
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.workload.workload import RequestClasses
 from pdd_plan.plan.bounds import BatchedPrefillBound, PrefillBound
 from pdd_plan.report.resolved import scenario_json
 

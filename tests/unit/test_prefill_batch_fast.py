@@ -1,4 +1,4 @@
-"""The batched prefill pool's fast paths (model/prefill_mix.py): the step figures from one
+"""The batched prefill pool's fast paths (model/queueing/prefill_mix.py): the step figures from one
 vectorised step over the distinct chunk rows equal the scalar step and the all-rows
 `own_s`; the step law built from them is the docstring's law; the memos return what a
 fresh computation gives and miss whenever any part of their key changes."""
@@ -10,11 +10,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from pdd_plan.model import prefill_batch as pb
-from pdd_plan.model import prefill_mix as pm
-from pdd_plan.model.engine_profile import EngineProfile
-from pdd_plan.model.roofline import Instance
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.compute.engine_profile import EngineProfile
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.queueing import prefill_batch as pb
+from pdd_plan.model.queueing import prefill_mix as pm
+from pdd_plan.model.workload.workload import RequestClasses
 
 # a profile with every adjustment that touches a prefill step (fixed, per request,
 # efficiency, overlap, eager steps) so the vector path meets all of them

@@ -1,4 +1,4 @@
-"""The gate's fast paths (model/prefill_gate.py): the remembered gap law and discount
+"""The gate's fast paths (model/queueing/prefill_gate.py): the remembered gap law and discount
 weights equal a fresh computation and the integrals written out here; each memo misses
 when any part of its key changes; a step law's P0 is remembered per rate."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaincc
 
-from pdd_plan.model import prefill_gate as gate
+from pdd_plan.model.queueing import prefill_gate as gate
 
 # (mean step s, variance s², pool size): CV² from 0.001 to 20, one to ten instances
 LAWS = [(0.05, 2.5e-6, 2), (0.27, 0.01, 3), (1.3, 0.4, 5), (0.8, 12.8, 10), (0.2, 8e-4, 2)]

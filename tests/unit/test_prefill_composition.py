@@ -13,11 +13,11 @@ import math
 import numpy as np
 import pytest
 
-from pdd_plan.model import prefill_batch as pb
-from pdd_plan.model import prefill_gate as gate
-from pdd_plan.model import prefill_mix as pm
-from pdd_plan.model.roofline import Instance
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.queueing import prefill_batch as pb
+from pdd_plan.model.queueing import prefill_gate as gate
+from pdd_plan.model.queueing import prefill_mix as pm
+from pdd_plan.model.workload.workload import RequestClasses
 
 # Short, mostly cached prompts (the weight read bounds their step) with a few long ones
 # (compute-bound): the campaign's seed 33 in miniature, Llama-3.1-70B on 2 H200s.

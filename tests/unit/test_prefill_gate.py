@@ -1,4 +1,4 @@
-"""What batching adds to a prefill wait (model/prefill_gate.py), by hand, and the pool's
+"""What batching adds to a prefill wait (model/queueing/prefill_gate.py), by hand, and the pool's
 prefill part of TTFT against the simulator's batched pool on a heavy-tailed mix."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdd_plan.model import prefill_batch as pb
-from pdd_plan.model import prefill_gate as gate
-from pdd_plan.model.roofline import Instance
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.queueing import prefill_batch as pb
+from pdd_plan.model.queueing import prefill_gate as gate
+from pdd_plan.model.workload.workload import RequestClasses
 from pdd_plan.sim.prefill import ChunkTable, batched_pool
 
 

@@ -1,4 +1,4 @@
-"""The SLA check's percentile verdicts from the CDF's sign (model/quantile_verdict.py,
+"""The SLA check's percentile verdicts from the CDF's sign (model/queueing/quantile_verdict.py,
 issue #15 speed) equal comparing the root search's percentile with the limit: for TTFT
 mixtures and TPOT tables drawn at random, at limits far from the percentile (where the
 sign answers) and at the percentile itself and within the search's tolerance of it
@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdd_plan.model import latency_mixture as lm
-from pdd_plan.model import tpot as tp
-from pdd_plan.model.quantile_verdict import sign_verdict
-from pdd_plan.model.queueing import WaitModel
-from pdd_plan.model.tpot import TpotRows
+from pdd_plan.model.decode import tpot as tp
+from pdd_plan.model.decode.tpot import TpotRows
+from pdd_plan.model.queueing import latency_mixture as lm
+from pdd_plan.model.queueing.quantile_verdict import sign_verdict
+from pdd_plan.model.queueing.queueing import WaitModel
 
 QS = (0.5, 0.9, 0.99)
 # offsets from the percentile r, relative to 1 + r: inside the searches' tolerances (TTFT

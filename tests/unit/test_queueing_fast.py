@@ -12,10 +12,12 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import ndtr
 
-from pdd_plan.model import latency_mixture as lm
-from pdd_plan.model import queueing, tpot, tpot_rows
-from pdd_plan.model.latency_mixture import LatencyGroup, grouped_quantiles_s, mixture_cdf
-from pdd_plan.model.queueing import WaitModel
+from pdd_plan.model import tpot_rows
+from pdd_plan.model.decode import tpot
+from pdd_plan.model.queueing import latency_mixture as lm
+from pdd_plan.model.queueing import queueing
+from pdd_plan.model.queueing.latency_mixture import LatencyGroup, grouped_quantiles_s, mixture_cdf
+from pdd_plan.model.queueing.queueing import WaitModel
 
 
 def _wait(r: random.Random) -> WaitModel:

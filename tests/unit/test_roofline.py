@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdd_plan.model.kernels import allreduce_time_s, experts_touched
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.kernels import allreduce_time_s, experts_touched
+from pdd_plan.model.compute.roofline import Instance
 
 # Llama-3.1-70B by hand from its config: 80 layers, hidden 8192, 64 q / 8 kv heads of 128,
 # MLP 28672, vocabulary 128,256, untied embeddings.

@@ -15,9 +15,9 @@ import random
 import numpy as np
 import pytest
 
-from pdd_plan.model.engine_profile import IDENTITY, PARAMETERS, EngineProfile
-from pdd_plan.model.roofline import Instance
-from pdd_plan.model.roofline_memo import STEP_KEYS
+from pdd_plan.model.compute.engine_profile import IDENTITY, PARAMETERS, EngineProfile
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.compute.roofline_memo import STEP_KEYS
 
 REL = 1e-12
 DTYPES = ("bf16", "fp8")

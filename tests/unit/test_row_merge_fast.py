@@ -1,4 +1,4 @@
-"""The TPOT rows' fast merge (model/row_merge.py, issue #15 speed) gives the reference's
+"""The TPOT rows' fast merge (model/workload/row_merge.py, issue #15 speed) gives the reference's
 arrays bit for bit: its numpy rounding equals Python's `.9g` formatting value by value,
 its merge equals the formatting-and-np.unique merge table by table, and a hash collision
 or a row the fast path cannot vouch for (NaN, -0.0) falls back to the reference."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdd_plan.model import row_merge as rm
+from pdd_plan.model.workload import row_merge as rm
 
 
 def _formatted(values: np.ndarray) -> np.ndarray:

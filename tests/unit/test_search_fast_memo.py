@@ -12,8 +12,8 @@ import pytest
 
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model import routing as rt
-from pdd_plan.model.roofline import Instance
-from pdd_plan.model.workload import request_classes
+from pdd_plan.model.compute.roofline import Instance
+from pdd_plan.model.workload.workload import request_classes
 from pdd_plan.plan import bounds as bd
 from pdd_plan.plan import candidates as cd
 

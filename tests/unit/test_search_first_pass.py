@@ -22,12 +22,12 @@ import pytest
 from pdd_plan.errors import SaturatedError
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model import routing as rt
+from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.deployment import Deployment, InstanceGroup, LineLease
 from pdd_plan.model.evaluate import prepare
-from pdd_plan.model.roofline import Instance
-from pdd_plan.model.workload import request_classes
+from pdd_plan.model.workload.workload import request_classes
 from pdd_plan.plan import bounds as bd
 from pdd_plan.plan import goal as gl
 from pdd_plan.plan import prune as pr

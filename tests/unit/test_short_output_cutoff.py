@@ -19,7 +19,7 @@ from pdd_plan.model import routing as rt
 from pdd_plan.model.evaluate import snapshot
 from pdd_plan.model.scenario import ShortOutputCutoff
 from pdd_plan.model.setup import prepare
-from pdd_plan.model.workload import RequestClasses
+from pdd_plan.model.workload.workload import RequestClasses
 from pdd_plan.sim.measure import measure
 from pdd_plan.sim.run import SimConfig, simulate
 

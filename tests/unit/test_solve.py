@@ -155,7 +155,7 @@ def test_no_request_for_the_relay_still_solves(catalog, default):
     """Every hit rate above the highest threshold tried (0.95): no request takes the relay
     path, RLD gets no tokens (an unbounded capacity per instance); PDD still keeps its one
     relay instance, idle, and the plan meets the SLA."""
-    from pdd_plan.model.workload import Bins
+    from pdd_plan.model.workload.workload import Bins
 
     hits = Bins((0.96,), (0.99,), (1.0,))
     high = dataclasses.replace(

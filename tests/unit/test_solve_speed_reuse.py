@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pdd_plan import api, fork_pool
+from pdd_plan import api
 from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario
 from pdd_plan.plan import solve as sv
+from pdd_plan.stages import fork_pool
 
 TINY = Path(__file__).resolve().parents[1] / "sweep" / "tiny.yaml"
 COARSE = (4, 6, 10)  # a coarse workload grid: each solve well under a second

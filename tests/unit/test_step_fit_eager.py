@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model import step_fit as sf
-from pdd_plan.model.engine_profile import GRAPH_MAX_TOKENS, EngineProfile
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute import step_fit as sf
+from pdd_plan.model.compute.engine_profile import GRAPH_MAX_TOKENS, EngineProfile
+from pdd_plan.model.compute.roofline import Instance
 
 CAT = Catalog()
 REPO = Path(__file__).resolve().parents[2]

@@ -16,9 +16,9 @@ import random
 import numpy as np
 import pytest
 
-from pdd_plan.model import engine_profile as ep
-from pdd_plan.model.hardware import Gpu
-from pdd_plan.model.kernels import (
+from pdd_plan.model.compute import engine_profile as ep
+from pdd_plan.model.compute.hardware import Gpu
+from pdd_plan.model.compute.kernels import (
     ALLREDUCE_BASE_LATENCY_S,
     ALLREDUCE_STEP_LATENCY_S,
     EP_ALLTOALL_LATENCY_S,
@@ -29,7 +29,7 @@ from pdd_plan.model.kernels import (
     alltoall_time_s,
     experts_touched,
 )
-from pdd_plan.model.roofline import Instance
+from pdd_plan.model.compute.roofline import Instance
 
 # a hand-made GPU with round figures: 8 per domain, 100 GB/s fabric x 0.5, 400 Gbit/s NIC
 GPU = Gpu(
@@ -258,7 +258,7 @@ def test_per_unique_paths_agree_and_the_memo_is_keyed_by_name_shape_and_values()
     """The dict path (small arrays), np.unique (large) and the memo give fn of each tuple;
     a change of any element, of the shape or of the function's name is a different entry;
     a memoised result cannot be written into."""
-    from pdd_plan.model import kernels
+    from pdd_plan.model.compute import kernels
 
     calls = []
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from pdd_plan.loaders.catalog import Catalog
-from pdd_plan.model import cache_tier
-from pdd_plan.model.cache_tier import CacheBuy
+from pdd_plan.model.caches import cache_tier
+from pdd_plan.model.caches.cache_tier import CacheBuy
+from pdd_plan.model.caches.tier_read_back import md_ready_after_prefill_s
 from pdd_plan.model.evaluate import prepare, snapshot
-from pdd_plan.model.tier_read_back import md_ready_after_prefill_s
 from pdd_plan.sim.measure import measure
 from pdd_plan.sim.run import SimConfig, simulate
 from tests.unit.test_cache_decision import KV_BYTES_PER_TOKEN, _scenario, _solve

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdd_plan.model.tpot import _Holds
+from pdd_plan.model.decode.tpot import _Holds
 
 
 def _as_written(holds_s: np.ndarray, weights: np.ndarray, window_s: np.ndarray) -> np.ndarray:

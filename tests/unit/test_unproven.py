@@ -180,7 +180,7 @@ def test_architectures_share_the_command_s_deadline(catalog, tmp_path):
 
 
 def test_a_sweep_whose_every_point_stopped_unproven_exits_5():
-    from pdd_plan.sweep import all_failed_error
+    from pdd_plan.stages.sweeping.sweep import all_failed_error
 
     rows = [{"index": i, "status": "unproven", "error": "no plan found, not proven infeasible"}
             for i in range(2)]  # fmt: skip

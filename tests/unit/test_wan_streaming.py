@@ -13,7 +13,7 @@ from pdd_plan.loaders.plan_file import load_plan
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path, scenarios_dir
 from pdd_plan.model import routing as rt
 from pdd_plan.model.evaluate import prepare, snapshot
-from pdd_plan.model.network import WanLink, send_time_s, wan_transfer
+from pdd_plan.model.network.network import WanLink, send_time_s, wan_transfer
 from pdd_plan.sim.run import SimConfig, simulate
 from pdd_plan.sim.wan import simulate_wan
 

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pdd_plan.model.workload import BetaRange, TruncatedLognormal
+from pdd_plan.model.workload.workload import BetaRange, TruncatedLognormal
 
 
 def _fresh_mean(dist) -> float:

@@ -5,7 +5,7 @@ import pytest
 from scipy import integrate, stats
 
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
-from pdd_plan.model import workload as wl
+from pdd_plan.model.workload import workload as wl
 
 
 def test_bins_mean_by_hand():

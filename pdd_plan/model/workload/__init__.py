@@ -1,0 +1,1 @@
+"""The workload: length and prefix-hit distributions, discretised into request-class rows."""
