@@ -111,6 +111,7 @@ def compared(catalog):
     return {a["plan"]["architecture"]: a["metrics"] for a in result["architectures"] if a["plan"]}
 
 
+@pytest.mark.slow
 @NOT_MET
 def test_compare_gives_pdd_a_higher_bcr_than_same_datacenter_pd(compared):
     """Each architecture optimised alone (issue #4): PDD's BCR beats IDC-PD's, by about

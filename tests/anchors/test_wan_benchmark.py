@@ -224,6 +224,7 @@ def test_the_fitted_payloads_match_the_published_ranges():
     assert ARRIVAL_RATE_PER_S * mean_s * 8 > LINK.goodput_bits_per_s  # 105 %: over the line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("length_s", RUN_LENGTHS_S)
 def test_finite_run_over_the_line_narrow_mix_fills_the_pool_first(finite_runs, length_s):
     """The mechanism the finite run does show: near capacity the number of flows grows as

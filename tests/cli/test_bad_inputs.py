@@ -458,6 +458,7 @@ def validate_all(run_cli, tmp_path: Path, runs: dict[str, Future]) -> dict[str, 
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CLI_CASES])
 def test_scenario_validate_rejects(run_cli, tmp_path, validated, case):
     result = validate_all(run_cli, tmp_path, validated)[case.id].result()  # or its exception

@@ -81,6 +81,7 @@ def test_calibrate_recovers_the_step_times_of_a_known_engine(run_cli, tmp_path):
     assert max(out["median_abs_error_frac"]["fit"].values()) < 0.01
 
 
+@pytest.mark.slow
 def test_index_beside_the_file_names_model_and_gpu(run_cli, tmp_path):
     (tmp_path / "run.csv").write_text(_fpm_text())
     (tmp_path / "index.csv").write_text(
@@ -94,6 +95,7 @@ def test_index_beside_the_file_names_model_and_gpu(run_cli, tmp_path):
     assert dict(profile.parallelism) == {"tp": 1, "ep": 1, "dp": 1}
 
 
+@pytest.mark.slow
 def test_plain_csv_format(run_cli, tmp_path):
     batch, context, prompts, new, cached = _steps(80)
     inst = Instance(CAT.model("qwen3_32b"), CAT.gpus["b300"], 2, engine_profile=TRUE)
@@ -145,6 +147,7 @@ def test_malformed_file_is_one_line(run_cli, tmp_path, text, fragments):
     assert not (tmp_path / "profile.yaml").exists()
 
 
+@pytest.mark.slow
 def test_broken_gzip_and_unknown_model_are_one_line(run_cli, tmp_path):
     (tmp_path / "bad.csv.gz").write_bytes(gzip.compress(_fpm_text().encode())[:200])
     result = _calibrate(run_cli, "bad.csv.gz")
@@ -171,6 +174,7 @@ def _evaluate(run_cli, scenario, *extra):
     return json.loads(result.stdout)["metrics"]
 
 
+@pytest.mark.slow
 def test_evaluate_engine_profile_option(run_cli, tmp_path):
     (tmp_path / "slow.yaml").write_text(SLOW)
     plain = _evaluate(run_cli, "pdd-paper")
@@ -186,6 +190,7 @@ def test_evaluate_engine_profile_option(run_cli, tmp_path):
     assert not [w for w in plain["warnings"] if "fitted on" in w]
 
 
+@pytest.mark.slow
 def test_scenario_engine_profile_relative_and_the_option_wins(run_cli, tmp_path):
     data = yaml.safe_load(resolve_scenario_path("pdd-paper").read_text())
     data.setdefault("engine", {})["profile"] = "profiles/slow.yaml"
@@ -198,6 +203,7 @@ def test_scenario_engine_profile_relative_and_the_option_wins(run_cli, tmp_path)
     assert over["engine_profile"]["name"] == "other_steps"
 
 
+@pytest.mark.slow
 def test_calibrated_profile_is_accepted_by_evaluate(run_cli, tmp_path):
     (tmp_path / "fpm.csv").write_text(_fpm_text())
     assert _calibrate(run_cli, "fpm.csv", "--no-cv").returncode == 0
@@ -225,6 +231,7 @@ def test_bad_profile_is_one_line(run_cli, tmp_path, text, fragments):
         assert fragment in lines[0], lines[0]
 
 
+@pytest.mark.slow
 def test_missing_scenario_profile_names_the_key(run_cli, tmp_path):
     data = yaml.safe_load(resolve_scenario_path("pdd-paper").read_text())
     data.setdefault("engine", {})["profile"] = "nowhere.yaml"
@@ -246,6 +253,7 @@ def test_estimate_names_its_profile(run_cli, tmp_path):
     assert slow["prefill_s"] == pytest.approx(plain["prefill_s"] + 0.01)
 
 
+@pytest.mark.slow
 def test_sweep_workers_take_the_scenario_profile(run_cli, tmp_path):
     # the sweep loads each point from an edited copy in a temporary file: the profile's
     # path must still be read relative to the scenario file
@@ -264,6 +272,7 @@ def test_sweep_workers_take_the_scenario_profile(run_cli, tmp_path):
     assert tpot_p50("sub/s.yaml") >= tpot_p50("pdd-paper") + 0.010 - 1e-9
 
 
+@pytest.mark.slow
 def test_a_profile_moved_to_another_model_and_gpu_says_so(run_cli, tmp_path):
     from pdd_plan.loaders.engine_profile import engines_dir
 
@@ -277,6 +286,7 @@ def test_a_profile_moved_to_another_model_and_gpu_says_so(run_cli, tmp_path):
     assert not any("fitted on model" in w for w in same["warnings"])
 
 
+@pytest.mark.slow
 def test_sweep_option_reaches_the_worker_processes(run_cli, tmp_path):
     (tmp_path / "slow.yaml").write_text(SLOW)
 
@@ -290,6 +300,7 @@ def test_sweep_option_reaches_the_worker_processes(run_cli, tmp_path):
     assert all(b >= a + 0.010 - 1e-9 for a, b in zip(plain, slow, strict=True))
 
 
+@pytest.mark.slow
 def test_sizing_report_names_the_profile(run_cli, tmp_path):
     # a profile that barely moves the steps (0.1 ms), so the solve stays quick
     (tmp_path / "mild.yaml").write_text(SLOW.replace("0.01", "0.0001"))

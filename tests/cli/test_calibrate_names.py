@@ -3,7 +3,10 @@ source and its cross-validated error (here: `explain`, which did not)."""
 
 import json
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
 
 PROFILE = {
     "name": "fitted_here",

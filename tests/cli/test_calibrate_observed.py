@@ -66,6 +66,7 @@ def _refused(run_cli, tmp_path, observed) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_contradictory_observations_are_refused(run_cli, tmp_path):
     """A P50 TTFT fifty times its own P99 cannot come from any profile."""
     observed = {"offered_rps": 50, "ttft_s": {"p50": 5.0, "p99": 0.1}, "tpot_ms": {"p50": 36}}
@@ -73,6 +74,7 @@ def test_contradictory_observations_are_refused(run_cli, tmp_path):
     assert "ttft_s.p99: found 0.1" in line and "percentiles do not decrease" in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "observed, fragment",
     [

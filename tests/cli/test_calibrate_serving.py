@@ -127,6 +127,7 @@ def _write(tmp_path, kind: str) -> list[str]:
     return names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["vllm", "sglang", "genai-perf", "csv"])
 def test_fit_recovers_the_profile_from_each_format(run_cli, tmp_path, kind):
     """Done-when: a profile fitted to `estimate --concurrency`'s own output at known
@@ -213,6 +214,7 @@ GOOD_V = _vllm(1000, 200, 8)
 GOOD_G = _genai_perf(1000, 200, 8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, text, fragment",
     [
@@ -246,6 +248,7 @@ def test_malformed_files_are_one_line(run_cli, tmp_path, name, text, fragment):
     assert fragment in line, line
 
 
+@pytest.mark.slow
 def test_binary_and_kv_less_runs_are_one_line(run_cli, tmp_path):
     (tmp_path / "bin.json").write_bytes(b"\x00\x01\x02")
     result = run_cli("calibrate", "serving", "bin.json", "--gpu", "h200_sxm", "-o", "p.yaml")
@@ -297,6 +300,7 @@ def test_open_loop_runs_are_fitted_to_their_figures(tmp_path):
     assert all(abs(ratio - 1) < 0.10 for _, _, ratio in result.fit.ratios), result.fit.ratios
 
 
+@pytest.mark.slow
 def test_the_profile_never_overwrites_an_input(run_cli, tmp_path):
     (tmp_path / "runs.csv").write_text(_csv(RUNS[:2]))
     before = (tmp_path / "runs.csv").read_text()

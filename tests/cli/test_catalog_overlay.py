@@ -77,6 +77,7 @@ def imported(tmp_path) -> Path:
     return overlay
 
 
+@pytest.mark.slow
 def test_an_imported_model_solves_by_model_file_and_by_catalog_dir_alike(tmp_path, imported):
     shown = _ok(_cli(tmp_path, "model", "show", "my_llama_8b", "--catalog-dir", "cat",
                      "--format", "json"))  # fmt: skip
@@ -96,6 +97,7 @@ def test_an_imported_model_solves_by_model_file_and_by_catalog_dir_alike(tmp_pat
     _one_error(_cli(tmp_path, "solve", "by_id.yaml"), "model", "my_llama_8b")
 
 
+@pytest.mark.slow
 def test_worker_processes_see_the_overlay(tmp_path, imported):
     (tmp_path / "by_id.yaml").write_text(SCENARIO.format(model_line="model: my_llama_8b"))
     swept = _cli(
@@ -106,6 +108,7 @@ def test_worker_processes_see_the_overlay(tmp_path, imported):
     assert result["jobs"] == 2 and result["points_failed"] == 0
 
 
+@pytest.mark.slow
 def test_a_swept_scenario_keeps_its_model_file(tmp_path, imported):
     (tmp_path / "by_file.yaml").write_text(
         SCENARIO.format(model_line="model_file: cat/models/my_llama_8b.yaml")
@@ -117,6 +120,7 @@ def test_a_swept_scenario_keeps_its_model_file(tmp_path, imported):
     assert _ok(swept)["points_failed"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("model_line", "fragments"),
     [
@@ -131,6 +135,7 @@ def test_a_bad_model_file_is_one_line(tmp_path, imported, model_line, fragments)
     _one_error(_cli(tmp_path, "scenario", "validate", "s.yaml"), *fragments)
 
 
+@pytest.mark.slow
 def test_a_broken_model_file_is_named_on_its_own_keys(tmp_path, imported):
     entry = tmp_path / "cat" / "models" / "my_llama_8b.yaml"
     entry.write_text(entry.read_text().replace("hidden_size: 4096", "hidden_size: -1"))
@@ -160,6 +165,7 @@ def _shipped(relative: str) -> dict:
     return yaml.safe_load((catalog_dir() / relative).read_text())
 
 
+@pytest.mark.slow
 def test_an_overlay_gpu_replaces_the_shipped_one_with_a_note(tmp_path):
     entry = _shipped("gpus/h100_sxm.yaml")
     entry["rental_usd_per_gpu_hour"] = {"value": 1.25, "source": "my_quote", "note": "ours"}
@@ -220,6 +226,7 @@ def test_a_resumed_sweep_is_keyed_by_the_overlay_and_the_model_file(tmp_path, mo
     assert len({plain, overlaid, changed, sweep_key(sweep, catalog_dir())}) == 4
 
 
+@pytest.mark.slow
 def test_the_bill_of_materials_names_the_overlay_and_the_model_file(tmp_path, imported):
     import hashlib
 

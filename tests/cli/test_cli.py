@@ -42,6 +42,7 @@ def test_scenario_validate_default_and_template(run_cli):
     assert yaml.safe_load(template.stdout)["name"] == "template"
 
 
+@pytest.mark.slow
 def test_template_output_is_itself_valid(run_cli, tmp_path):
     text = run_cli("scenario", "template").stdout
     (tmp_path / "mine.yaml").write_text(text)

@@ -44,6 +44,7 @@ def _solve(run_cli, *args: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_the_scenarios_objective_governs_without_the_option(run_cli, tmp_path):
     out = _solve(run_cli, _scenario(tmp_path))
     assert out["solver"]["objective"] == "max_bcr"
@@ -51,6 +52,7 @@ def test_the_scenarios_objective_governs_without_the_option(run_cli, tmp_path):
     assert "objective_set_by" not in out["solver"]  # the answer as it always was
 
 
+@pytest.mark.slow
 def test_min_cost_named_sizes_for_the_demand_and_costs_no_more(run_cli, tmp_path):
     scenario = _scenario(tmp_path)
     best_ratio = _solve(run_cli, scenario)
@@ -76,6 +78,7 @@ def test_max_bcr_named_over_a_min_cost_scenario_sizes_for_the_offered_rate(run_c
     assert out["solver"]["sized_rate_rps"] >= OFFERED_RPS
 
 
+@pytest.mark.slow
 def test_max_goodput_stays_in_budget_and_beats_the_cheapest_plans_goodput(run_cli, tmp_path):
     scenario = _scenario(tmp_path, budget_usd_per_hour=BUDGET_USD_PER_HOUR)
     cheapest = _solve(run_cli, scenario, "--objective", "min_cost")
@@ -109,6 +112,7 @@ def test_the_help_names_every_objective_the_scenario_key_accepts(run_cli):
     assert all(kind in done.stdout for kind in OBJECTIVES)
 
 
+@pytest.mark.slow
 def test_the_report_and_run_files_take_the_named_objective(tmp_path, monkeypatch, capsys):
     """--out: the sizing report loads the scenario again (and its cases in worker
     processes); its scenario table shows the objective named, as run.json and

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_calibrate import _fpm_text
 from tests.hardening.test_outputs import tiny_scenario
 
@@ -37,6 +39,7 @@ def test_solve_out_names_every_file_and_the_report(run_cli, tmp_path):
     assert "sizing report" in said and "sensitivity cases" in said
 
 
+@pytest.mark.slow
 def test_sweep_out_names_every_file(run_cli, tmp_path):
     tiny_scenario(tmp_path)
     done = run_cli("sweep", "tiny.yaml", "--vary", "workload.arrival_rate_per_s=1,2",
@@ -49,6 +52,7 @@ def test_sweep_out_names_every_file(run_cli, tmp_path):
     assert ".sweep-journal.jsonl" in said and "--resume" in said  # while it runs
 
 
+@pytest.mark.slow
 def test_calibrate_out_writes_the_one_profile_it_names(run_cli, tmp_path):
     (tmp_path / "fpm.csv").write_text(_fpm_text())
     done = run_cli("calibrate", "steps", "fpm.csv", "--model", "qwen3_32b", "--gpu", "b300",

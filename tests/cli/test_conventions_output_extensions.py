@@ -73,6 +73,7 @@ def test_report_html_is_a_page_with_the_markdown_reports_sections(run_cli, tmp_p
     assert "<" not in markdown.split("\n", 1)[0] and markdown.startswith("# ")
 
 
+@pytest.mark.slow
 def test_report_md_is_markdown(run_cli, tmp_path):
     tiny_scenario(tmp_path)
     done = run_cli("solve", "tiny.yaml", "--report", "r.md")
@@ -128,6 +129,7 @@ REFUSED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(REFUSED))
 @pytest.mark.parametrize("name", ["out.txt", "out.pdf"])
 def test_an_extension_the_option_does_not_write_is_refused_before_any_work(
@@ -160,6 +162,7 @@ def test_model_import_writes_json_for_json_and_refuses_a_contradicting_format(ru
     assert not (tmp_path / "e.yaml").exists()
 
 
+@pytest.mark.slow
 def test_each_output_options_help_names_its_extension(run_cli):
     helps = {
         ("solve",): (".md", ".html", ".csv"),

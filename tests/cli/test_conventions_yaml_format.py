@@ -185,7 +185,14 @@ def _run(capsys, args: list[str]) -> str:
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+# the cases that solve or fit (seconds each) run in the full set only: `pytest -m ""`
+SLOW_CASES = {"explain", "compare", "calibrate serving", "calibrate observed"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CASES else n for n in sorted(CASES)],
+)
 def test_yaml_output_loads_to_the_json_output(name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("COLUMNS", "200")

@@ -34,6 +34,7 @@ def test_estimate_json_equals_the_library(run_cli):
     assert cli["decode"]["total_s"] == cli["tpot_s"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["tp", "ep"])
 def test_estimate_parallelism_option_equals_the_library(run_cli, mode):
     args = ["estimate", "--model", "deepseek_v3", "--gpu", "h100_sxm", "--gpus-per-instance"]
@@ -54,6 +55,7 @@ def test_estimate_parallelism_option_equals_the_library(run_cli, mode):
     assert f"({mode})" in table.stdout
 
 
+@pytest.mark.slow
 def test_estimate_weight_dtype_override_and_table(run_cli):
     args = ["estimate", "--model", "llama_3_1_70b", "--gpu", "h200_sxm", "--isl", "2000"]
     args += ["--osl", "200", "--batch", "4"]

@@ -56,6 +56,7 @@ def plan_file(tmp_path) -> Path:
 # --- item 11 -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sweep_plan_marks_saturated_and_sla_missed_points_failed(tmp_path, plan_file):
     # 200 req/s on 1 prefill GPU saturates it; at 1 req/s a TTFT P90 limit of 1 ms cannot
     # be met (one pass over a 32B model's 64 GB of weights alone takes ~19 ms on an H100)
@@ -100,6 +101,7 @@ def test_evaluate_saturated_leads_with_the_verdict_and_every_roles_load(tmp_path
                for part in loads.split(", ")[:2])  # fmt: skip
 
 
+@pytest.mark.slow
 def test_evaluate_lead_line_says_sla_missed_or_met(tmp_path, plan_file):
     missed = run80(tmp_path, "evaluate", str(scenario_at(tmp_path, 1, ttft_p90_s=0.001)),
                    str(plan_file))  # fmt: skip
@@ -109,6 +111,7 @@ def test_evaluate_lead_line_says_sla_missed_or_met(tmp_path, plan_file):
     assert met.stdout.startswith("SLA met: ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["5-10", "a:b", "1:2:0", "", ","])
 def test_malformed_vary_is_refused_before_any_work(tmp_path, plan_file, value):
     spec = f"workload.arrival_rate_per_s={value}"
@@ -133,6 +136,7 @@ def _estimate(tmp_path, gpus: int, batch: int, fmt: str = "table"):
                  "--batch", str(batch), "--format", fmt)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_estimate_says_when_the_batch_exceeds_the_hbm_batch(tmp_path):
     # 1,000 requests x 1.25 GiB is 1.2 TiB of KV: no 80 GB H100 pair holds it; one holds
     over = _estimate(tmp_path, 2, 1000)
@@ -146,6 +150,7 @@ def test_estimate_says_when_the_batch_exceeds_the_hbm_batch(tmp_path):
     assert not any("HBM batch" in w for w in fits["sizing_warnings"])
 
 
+@pytest.mark.slow
 def test_estimate_warns_when_tp_does_not_divide_the_heads(tmp_path):
     six = " ".join(_estimate(tmp_path, 6, 1).stdout.split())
     assert "64 attention heads are not divisible by the tensor-parallel degree 6" in six
@@ -202,6 +207,7 @@ def test_catalog_list_at_80_columns_shows_every_gpu_id_whole(tmp_path):
     assert "not shown at this width" in " ".join(done.stdout.split())
 
 
+@pytest.mark.slow
 def test_evaluate_puts_the_line_in_its_own_table_and_rounds_the_rate(tmp_path):
     plan = tmp_path / "pdd.yaml"
     plan.write_text(yaml.safe_dump({"plan": PDD_PLAN}))
@@ -219,6 +225,7 @@ def test_evaluate_puts_the_line_in_its_own_table_and_rounds_the_rate(tmp_path):
     assert "largest inter-token gap: " in done.stdout
 
 
+@pytest.mark.slow
 def test_simulator_trace_csv_writes_counts_as_integers(tmp_path, plan_file):
     trace = tmp_path / "trace.csv"
     done = run80(tmp_path, "simulate", str(TINY), str(plan_file), "--requests", "2222",

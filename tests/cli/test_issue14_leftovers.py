@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.cli.test_friction import PLAN, TINY, run80, scenario_at
@@ -153,6 +154,7 @@ def _unshipped_in(text: str) -> list[str]:
     return [name for name in UNSHIPPED if name in text]
 
 
+@pytest.mark.slow
 def test_the_main_commands_name_no_unshipped_document(tmp_path):
     plan = str(REPO / "scenarios" / "plans" / "pdd-paper-pdd.yaml")
     runs = [
@@ -174,6 +176,7 @@ def test_the_main_commands_name_no_unshipped_document(tmp_path):
         assert _unshipped_in(written.read_text()) == [], written.name
 
 
+@pytest.mark.slow
 def test_no_user_visible_string_in_the_package_names_an_unshipped_document():
     """Every string constant of the package but docstrings (warnings, captions, sources
     shown in a table): the commands above cannot reach every warning."""
@@ -198,6 +201,7 @@ def test_no_user_visible_string_in_the_package_names_an_unshipped_document():
 # --- digits --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_simulate_prints_the_offered_rate_to_three_digits(tmp_path):
     plan = tmp_path / "plan.yaml"
     plan.write_text(yaml.safe_dump({"plan": PLAN}))
@@ -207,6 +211,7 @@ def test_simulate_prints_the_offered_rate_to_three_digits(tmp_path):
     assert "simulated at 1.23 req/s" in done.stdout and "1.23456" not in done.stdout
 
 
+@pytest.mark.slow
 def test_compare_shows_cents_for_small_costs(tmp_path):
     done = run80(tmp_path, "compare", str(TINY), "--format", "json")
     assert done.returncode == 0, done.stderr

@@ -55,6 +55,7 @@ def _write_steps(folder: Path, profile=FASTER_THAN_THE_DATASHEET) -> None:
 # ---- calibrate steps -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_steps_faster_than_the_datasheet_are_refused_with_the_figures(run_cli, tmp_path):
     _write_steps(tmp_path)
     result = run_cli(*STEPS, "-o", "p.yaml")
@@ -68,6 +69,7 @@ def test_steps_faster_than_the_datasheet_are_refused_with_the_figures(run_cli, t
     assert not (tmp_path / "p.yaml").exists()
 
 
+@pytest.mark.slow
 def test_a_sound_fit_is_written_unmarked(run_cli, tmp_path):
     _write_steps(tmp_path, TRUE)  # memory 0.8 x 0.864: 0.69 of the datasheet bandwidth
     result = run_cli(*STEPS, "-o", "p.yaml", "--no-cv")
@@ -75,6 +77,7 @@ def test_a_sound_fit_is_written_unmarked(run_cli, tmp_path):
     assert "poor_fit" not in yaml.safe_load((tmp_path / "p.yaml").read_text())
 
 
+@pytest.mark.slow
 def test_a_fit_error_above_25_percent_is_refused(run_cli, tmp_path):
     """Step times of a sound engine, every other row twice as long: no profile times
     both halves within 25 % (the median error is about 1/3 whichever half it follows)."""
@@ -91,6 +94,7 @@ def test_a_fit_error_above_25_percent_is_refused(run_cli, tmp_path):
     assert not (tmp_path / "p.yaml").exists()
 
 
+@pytest.mark.slow
 def test_accept_poor_fit_writes_the_profile_marked(run_cli, tmp_path):
     _write_steps(tmp_path)
     result = run_cli(*STEPS, "-o", "p.yaml", "--accept-poor-fit", "--format", "json")
@@ -136,6 +140,7 @@ ANSWERS = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", list(ANSWERS))
 def test_every_answer_with_the_profile_says_poor_fit(poor, command):
     args = (*ANSWERS[command], "--engine-profile", "poor.yaml")
@@ -158,6 +163,7 @@ def _profile_summaries(node):
             yield from _profile_summaries(value)
 
 
+@pytest.mark.slow
 def test_the_bom_and_the_report_say_poor_fit(poor):
     _cli(poor, "solve", PAPER, "--architecture", "pdd", "--engine-profile", "poor.yaml",
          "--bom", "bom.csv", "--report", "report.md")  # fmt: skip
@@ -166,6 +172,7 @@ def test_the_bom_and_the_report_say_poor_fit(poor):
     assert "POOR FIT: engine profile " in (poor / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_sound_profile_adds_no_poor_fit_note(run_cli):
     out = json.loads(run_cli("evaluate", PAPER, PAPER_PDD, "--format", "json").stdout)
     assert "poor_fit" not in out["metrics"]["engine_profile"]
@@ -191,6 +198,7 @@ def _vllm_run(n: int, profile) -> dict:
 SERVING = ("calibrate", "serving", "--model", "qwen3_32b", "--gpu", "h200_sxm", "--no-cv")
 
 
+@pytest.mark.slow
 def test_serving_faster_than_the_datasheet_bandwidth_is_refused(run_cli, tmp_path):
     """Runs of an engine at 1.22 x H200's catalog HBM efficiency 0.843, 1.03 x the
     datasheet bandwidth, with only the parameters a serving fit frees (so it finds them
@@ -212,6 +220,7 @@ def test_serving_faster_than_the_datasheet_bandwidth_is_refused(run_cli, tmp_pat
     assert any(n.startswith("memory_efficiency_frac ") for n in notes), notes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "key, value, fragment",
     [
@@ -260,6 +269,7 @@ def test_an_index_csv_field_over_the_limit_is_one_line(run_cli, tmp_path):
     assert lines[0].startswith("error: index.csv: line 2: found a row CSV cannot read")
 
 
+@pytest.mark.slow
 def test_a_serving_csv_field_over_the_limit_is_one_line(run_cli, tmp_path):
     (tmp_path / "runs.csv").write_text(
         "model,gpu,input_tokens,output_tokens,concurrency,ttft_p50_ms,tpot_p50_ms\n"
@@ -274,6 +284,7 @@ def test_a_serving_csv_field_over_the_limit_is_one_line(run_cli, tmp_path):
 # ---- calibrate observed ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text, fragment",
     [
@@ -294,6 +305,7 @@ def test_a_null_observation_is_one_line(run_cli, tmp_path, text, fragment):
     assert lines[0].startswith("error: obs.yaml: ") and fragment in lines[0], lines[0]
 
 
+@pytest.mark.slow
 def test_observed_faster_than_the_datasheet_bandwidth_is_refused(run_cli, tmp_path):
     """The operating point of the IDC-PD plan evaluated at memory efficiency 1.24: its
     decode GPUs (H200, catalog HBM efficiency 0.843) would stream at 1.05 x the datasheet

@@ -45,6 +45,7 @@ def _solve(run_cli, *extra) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_confidence_costs_more_the_higher_it_is_and_names_its_margin(run_cli, files):
     plain = _solve(run_cli)
     assert "confidence" not in plain  # without --confidence: the answer as before
@@ -75,6 +76,7 @@ def test_the_table_bom_and_report_say_the_margin(run_cli, files):
     assert "## Confidence margin" in report and "TTFT x1.41" in report
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", ["none", "no_held_out"])
 def test_a_profile_without_held_out_error_is_one_line(run_cli, files, profile):
     args = ["solve", "s.yaml", "--confidence", "0.9", "--out", "out"]
@@ -89,6 +91,7 @@ def test_a_profile_without_held_out_error_is_one_line(run_cli, files, profile):
     assert not (files / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_margin_no_plan_meets_says_so_and_the_cost_without(run_cli, files):
     """Held-out ratios of 4-5 divide the 40 ms TPOT limit to about 8 ms: below one decode
     step of Qwen3-32B on two H100 (over 65 GB of weights read at about 6 TB/s), so no plan;

@@ -31,6 +31,7 @@ def without_wall_time(text: str) -> str:
     return re.sub(r"solved in \d+\.\d s", "solved in X s", text)
 
 
+@pytest.mark.slow
 def test_solve_report_shows_each_stage_and_leaves_stdout_alone(tmp_path):
     quiet = run(tmp_path, "solve", str(TINY), "--report", "a.md")
     shown = run(tmp_path, "solve", str(TINY), "--report", "b.md", PDD_PLAN_PROGRESS="1")
@@ -46,6 +47,7 @@ def test_solve_report_shows_each_stage_and_leaves_stdout_alone(tmp_path):
     assert (tmp_path / "b.md").read_text().startswith("# Sizing report")
 
 
+@pytest.mark.slow
 def test_no_progress_wins_over_the_environment(tmp_path):
     done = run(tmp_path, "solve", str(TINY), "--architecture", "idc_pd", "--no-progress",
                PDD_PLAN_PROGRESS="1")  # fmt: skip
@@ -53,6 +55,7 @@ def test_no_progress_wins_over_the_environment(tmp_path):
     assert BAR_END not in done.stderr and "solving" not in done.stderr
 
 
+@pytest.mark.slow
 def test_simulate_shows_a_bar_over_requests_with_the_same_stdout(tmp_path):
     plan = tmp_path / "plan.yaml"
     plan.write_text(yaml.safe_dump({"plan": PLAN}))

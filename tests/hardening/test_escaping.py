@@ -183,6 +183,7 @@ def assert_terminal_clean(result):
     return forged
 
 
+@pytest.mark.slow
 def test_solve_prints_the_name_literally(solved):
     _, result = solved
     assert_no_traceback(result)
@@ -264,11 +265,13 @@ def test_a_hostile_file_name_stays_on_its_error_line(cli, tmp_path):
     assert line.startswith("error: ")
 
 
+@pytest.mark.slow
 def test_a_hostile_scenario_argument_stays_on_its_error_line(cli):
     result = cli("solve", "nothing\x1b[2J\rerror: forged\nerror: again")
     assert_one_error_line(result, 2, "\\x1b[2J", "\\r", "\\n")
 
 
+@pytest.mark.slow
 def test_a_markup_like_output_folder_is_printed_as_written(cli, tmp_path):
     write_scenario(tmp_path, name="tiny")
     folder = "o[bold]x"  # a style tag to rich; no slash, so one folder

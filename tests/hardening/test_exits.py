@@ -161,6 +161,7 @@ def slow_scenario(tmp_path: Path) -> Path:
 SWEEP = ["sweep", "default", "--vary", "workload.arrival_rate_per_s=2:20:2", "--jobs", "2"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sig, code, word, group",
     [
@@ -182,6 +183,7 @@ def test_sweep_interrupted_stops_workers_and_writes_nothing(tmp_path, sig, code,
     assert [p.name for p in (tmp_path / "out").iterdir()] == [".sweep-journal.jsonl"]
 
 
+@pytest.mark.slow
 def test_sweep_interrupted_keeps_a_previous_out_folder(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -192,6 +194,7 @@ def test_sweep_interrupted_keeps_a_previous_out_folder(tmp_path):
     assert _h.changed(before, checksums(tmp_path)) == {"out/.sweep-journal.jsonl"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code, word", [(signal.SIGINT, 130, "interrupted"),
                                              (signal.SIGTERM, 143, "terminated")])  # fmt: skip
 def test_simulate_interrupted_writes_no_trace(tmp_path, sig, code, word):
@@ -202,6 +205,7 @@ def test_simulate_interrupted_writes_no_trace(tmp_path, sig, code, word):
     assert [p.name for p in tmp_path.iterdir()] == []
 
 
+@pytest.mark.slow
 def test_solve_interrupted_writes_no_outputs(tmp_path):
     scenario = slow_scenario(tmp_path)
     args = ["solve", scenario, "--out", tmp_path / "out", "--bom", tmp_path / "bom.csv"]
@@ -254,6 +258,7 @@ def test_reader_closing_after_one_line(tmp_path):
 # --- 18 (half): --debug keeps the exit code ------------------------------------------
 
 
+@pytest.mark.slow
 def test_debug_keeps_bad_input_exit_code(cli, tmp_path):
     plain = cli("evaluate", "missing.yaml", "missing-plan.yaml")
     debug = cli("--debug", "evaluate", "missing.yaml", "missing-plan.yaml")
@@ -270,6 +275,7 @@ def test_debug_keeps_usage_error_exit_code(cli):
     assert debug.returncode == 2, debug.stderr
 
 
+@pytest.mark.slow
 def test_debug_keeps_infeasible_exit_code(cli, tmp_path):
     """An infeasible scenario exits 3 with and without --debug (a small one: the default
     scenario whose only datacenter price list allows no GPU at all would be bad input, so
@@ -284,6 +290,7 @@ def test_debug_keeps_infeasible_exit_code(cli, tmp_path):
     assert debug.returncode == 3, debug.stderr
 
 
+@pytest.mark.slow
 def test_interrupt_under_debug_keeps_130(tmp_path):
     args = ["--debug", "simulate", "pdd-paper", SHIPPED / "plans/pdd-paper-pdd.yaml",
             "--requests", "2000000"]  # fmt: skip
@@ -292,6 +299,7 @@ def test_interrupt_under_debug_keeps_130(tmp_path):
     assert err.rstrip().splitlines()[-1] == "error: interrupted (SIGINT)"
 
 
+@pytest.mark.slow
 def test_no_traceback_on_plain_interrupt(tmp_path):
     args = ["simulate", "pdd-paper", SHIPPED / "plans/pdd-paper-pdd.yaml", "--requests", "2000000"]
     rc, out, err, _ = signal_when(args, tmp_path, cpu_s_at_least(2.5))
@@ -299,6 +307,7 @@ def test_no_traceback_on_plain_interrupt(tmp_path):
     assert rc == 130
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code, word", [(signal.SIGINT, 130, "interrupted"),
                                              (signal.SIGTERM, 143, "terminated")])  # fmt: skip
 def test_report_interrupted_stops_its_pool(tmp_path, sig, code, word):

@@ -55,6 +55,7 @@ def test_a_cell_past_any_iteration_is_one_line_not_a_traceback(cli, tmp_path, co
     assert not (tmp_path / "p.yaml").exists()
 
 
+@pytest.mark.slow
 def test_the_data_itself_calibrates(cli, tmp_path):
     """The rows read and fit. They are no roofline engine's (a 2 ms step of a 32B model
     that reads 65 GB of weights at 2.9 TB/s: 22 ms at least), so the fit is refused as
@@ -65,6 +66,7 @@ def test_the_data_itself_calibrates(cli, tmp_path):
     assert "poor_fit:" in (tmp_path / "p.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_a_profile_with_a_large_cv_error_reads_back(cli, tmp_path):
     """A fit's cross-validated error of 5,000 (500,000 %) is what calibrate writes for
     absurd latencies; the profile must load (exit 0), its error shown, not refused."""
@@ -84,6 +86,7 @@ def test_a_profile_with_a_large_cv_error_reads_back(cli, tmp_path):
         assert_one_error_line(refused, 2, "q.yaml: cv_error_frac.decode: found")
 
 
+@pytest.mark.slow
 def test_a_serving_run_of_absurd_token_totals_is_one_line(cli, tmp_path):
     """`calibrate serving`: a vllm bench serve result whose total_input_tokens is 1e308
     (10 requests: 1e307 tokens each) overflowed the KV arithmetic into a traceback; a
@@ -119,6 +122,7 @@ def observed(cli, tmp_path, text: str):
     return cli("calibrate", "observed", "s.yaml", "p.yaml", "obs.yaml", "-o", "out.yaml")
 
 
+@pytest.mark.slow
 def test_observed_percentiles_that_decrease_are_refused_as_read(cli, tmp_path):
     """`calibrate observed`: a CDF does not decrease, so P50 <= P90 <= P99 of one metric;
     TPOT P50 40 ms with P99 10 ms was read and left to the fit to contradict."""
@@ -127,6 +131,7 @@ def test_observed_percentiles_that_decrease_are_refused_as_read(cli, tmp_path):
                           "(40): percentiles do not decrease")  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_figure_the_fit_misses_is_named_by_its_key_and_unit(cli, tmp_path):
     """TPOT P90 of 1e-9 ms (one step of a 32B model reads 65 GB of weights: over 10 ms on
     any GPU) cannot be fitted: the line names `tpot_ms.p90` and 1e-09 as the file says

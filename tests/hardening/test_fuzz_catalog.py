@@ -32,6 +32,7 @@ def overlay_h100(folder, **values) -> None:
     (folder / "gpus" / "h100_sxm.yaml").write_text(yaml.safe_dump(entry))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tflops", [1e-5, 0.5])
 def test_a_peak_below_1_tflops_is_refused_not_a_traceback(cli, tmp_path, tflops):
     overlay_h100(tmp_path / "cat", bf16_dense_tflop_per_s=tflops)

@@ -44,6 +44,7 @@ def test_text_that_is_no_number_names_the_value_and_the_range(cli, args, option,
     assert line == f"error: command line: {option}: found {found}; expected {expected}"
 
 
+@pytest.mark.slow
 def test_compare_with_no_architecture_feasible_exits_3_after_its_table(cli, tmp_path):
     """An SLA no instance meets even unloaded (TTFT 0.1 ms: a 32B prefill of thousands of
     tokens takes tens of ms on any GPU; TPOT 0.01 ms: one decode step reads the 64 GB of

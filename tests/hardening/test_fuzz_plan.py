@@ -19,6 +19,8 @@ import yaml
 
 from tests.hardening.conftest import TINY, assert_one_error_line
 
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
+
 PDD = {
     "architecture": "pdd",
     "instances": [

@@ -139,6 +139,7 @@ def test_model_import_refuses_with_the_configs_key(cli, tmp_path, config, key, f
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 def test_attn_type_list_of_200000_is_one_line(cli, tmp_path):
     """Through the CLI the file reader's list cap answers first; through the importer,
     the per-layer check names the key. Either way one line, never a 200,000-layer model."""

@@ -86,6 +86,7 @@ def fifo_writer(path: Path, chunk: bytes = b"x" * 65536):
 # ---- item 8: paths the system cannot open -------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args_for",
     [
@@ -110,6 +111,7 @@ def test_a_path_over_4096_characters_is_one_short_line(cli, tmp_path):
     assert len(line) < 600  # the path is shortened, the line stays readable
 
 
+@pytest.mark.slow
 def test_a_path_through_a_regular_file_is_one_line(cli, tmp_path):
     # ENOTDIR: the same error path a mode-000 directory takes, reachable as root
     (tmp_path / "plain.yaml").write_text("name: x\n")
@@ -151,6 +153,7 @@ def test_a_mode_000_plan_is_one_line(cli, tmp_path):
 # ---- item 9: special files are refused, never read or waited on ----------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args_for",
     [
@@ -207,6 +210,7 @@ def test_a_list_of_more_than_10000_items_is_refused_before_it_is_built(cli, tmp_
     assert changed(before, checksums(tmp_path)) == set()
 
 
+@pytest.mark.slow
 def test_a_list_of_10000_items_is_accepted(cli, tmp_path):
     data = default_scenario()
     data["workload"]["input_tokens"] = {"kind": "empirical", "values": [1000] * 10_000}
@@ -215,6 +219,7 @@ def test_a_list_of_10000_items_is_accepted(cli, tmp_path):
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_a_plan_file_over_its_cap_is_refused(cli, tmp_path):
     text = yaml.safe_dump(PLAN) + "# padding\n" * 30_000  # 300 KB of comments
     (tmp_path / "p.yaml").write_text(text)
@@ -234,6 +239,7 @@ def ten_thousand_bins_scenario(path: Path) -> float:
     return 0.5
 
 
+@pytest.mark.slow
 def test_ten_thousand_bins_solve_with_a_coarsening_warning(cli, tmp_path):
     ten_thousand_bins_scenario(tmp_path / "bins.yaml")
     before = checksums(tmp_path)

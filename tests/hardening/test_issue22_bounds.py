@@ -106,6 +106,7 @@ def test_a_trace_within_the_bound_is_analysed_whole(tmp_path):
 # ---- i: a rate beyond the GPUs ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_1e7_req_s_is_refused_with_each_role_ceiling(cli, tmp_path):
     data = {**TINY, "workload": {**TINY["workload"], "arrival_rate_per_s": 1e7}}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))

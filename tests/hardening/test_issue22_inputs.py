@@ -78,6 +78,7 @@ def lp_names_in(text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["datacenter", "overlay_gpu"])
 def test_a_long_id_solves_to_the_same_answer_with_bounded_lp_names(cli, tmp_path, where):
     """The issue's 50-character datacenter id and 95-character overlay GPU id ended in
@@ -151,6 +152,7 @@ def test_the_floors_refuse_no_shipped_gpu():
         assert floor <= slowest / (10 if key.endswith("_frac") else 100), (key, floor, slowest)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", sorted(FLOORS))
 def test_a_figure_below_its_floor_is_one_error_line(cli, tmp_path, key):
     """1e-300 overflowed in plan/bounds.py (a traceback); it names file, key, value, range."""
@@ -165,6 +167,7 @@ def test_a_figure_below_its_floor_is_one_error_line(cli, tmp_path, key):
     assert errors == [f"error: {where}: {key}.value: found 1e-300; expected {expected}"]
 
 
+@pytest.mark.slow
 def test_every_gpu_at_every_floor_together_answers_without_overflow(cli, tmp_path):
     """The slowest GPU the loader accepts (every figure at its floor, compute included) is
     planned: no plan meets the SLA (exit 3, named), and a plan on it is evaluated (exit 0)
@@ -269,6 +272,7 @@ def test_a_plot_named_as_the_file_stdout_goes_to_is_refused(tmp_path):
     assert target.read_text() == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra", [(), ("--format", "json")])
 def test_sweep_draws_no_progress_on_a_pipe(cli, tmp_path, extra):
     """`sweep | head -1` printed the bar's last frame to a stderr that is no terminal."""
@@ -279,6 +283,7 @@ def test_sweep_draws_no_progress_on_a_pipe(cli, tmp_path, extra):
     assert BAR_GLYPH not in done.stderr and "sweep (" not in done.stderr, done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("option", "env"), [("--progress", ""), ("", "1")])
 def test_sweep_draws_its_bar_when_forced(cli, tmp_path, option, env):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(TINY))
@@ -289,6 +294,7 @@ def test_sweep_draws_its_bar_when_forced(cli, tmp_path, option, env):
     assert BAR_GLYPH in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".svg", ".png"])
 def test_the_trace_plot_is_the_same_bytes_for_the_same_trace(cli, tmp_path, suffix):
     """Random clip-path ids and the date made two runs differ."""
@@ -302,6 +308,7 @@ def test_the_trace_plot_is_the_same_bytes_for_the_same_trace(cli, tmp_path, suff
         assert b"clip-path" in first and b"<dc:date>" not in first
 
 
+@pytest.mark.slow
 def test_the_sweeps_plots_are_the_same_bytes_for_the_same_sweep(cli, tmp_path):
     """Every figure a sweep writes (SVG and PNG): only sweep.csv, sweep.json and run.json
     carry the wall times, which are measurements."""

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
+
 
 def _shared():
     """tests/hardening/conftest.py's helpers (the tests are not a package)."""

@@ -86,6 +86,7 @@ def test_cpu_count_is_the_affinity():
     assert sw.cpu_count() >= 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("taskset"), reason="taskset (util-linux) is not installed")
 def test_sweep_caps_jobs_64_on_one_cpu_and_says_so(tiny):
     # pinned to one CPU with taskset, so that the cap is 4 whatever this machine has; the
@@ -138,6 +139,7 @@ def test_a_sweep_whose_every_point_failed_is_an_error(statuses, code, kind):
     assert f"point {first}: why {first}" in text
 
 
+@pytest.mark.slow
 def test_every_point_bad_exits_2_with_one_error_line(cli, tiny):
     result = cli("sweep", tiny.name, "--vary", f"{RATE}=-1,-2", "--jobs", "1")
     assert_no_traceback(result)
@@ -147,6 +149,7 @@ def test_every_point_bad_exits_2_with_one_error_line(cli, tiny):
     assert "2 points (2 failed)" in result.stdout  # the table is still printed
 
 
+@pytest.mark.slow
 def test_every_point_infeasible_exits_3_with_one_error_line(cli, tiny):
     # 100,000 req/s needs thousands of instances where 64 GPUs are offered
     result = cli("sweep", tiny.name, "--vary", f"{RATE}=100000,200000", "--jobs", "1",
@@ -158,6 +161,7 @@ def test_every_point_infeasible_exits_3_with_one_error_line(cli, tiny):
     assert '"points_failed": 2' in result.stdout  # the JSON is still printed
 
 
+@pytest.mark.slow
 def test_a_partly_failed_sweep_exits_0_and_counts_the_failures(cli, tiny):
     result = cli("sweep", tiny.name, "--vary", f"{RATE}=2,-1", "--jobs", "1",
                  "--time-limit", "5")  # fmt: skip

@@ -32,6 +32,7 @@ def test_negative_zero_pattern_is_what_we_think():
     assert not NEGATIVE_ZERO.search("needs 1, 0 allowed; -0.5 s; dc-0")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["solve", "explain"])
 def test_no_line_allowed_is_one_line_without_minus_zero(cli, tmp_path, command):
     """Two datacenters and no line: PDD cannot be planned (the WAN ceiling check answers

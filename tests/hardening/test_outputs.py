@@ -112,6 +112,7 @@ def read_fifo_in_thread(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
 # ---- through the real CLI -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_bom_through_a_symlink_writes_its_target_and_keeps_the_link(cli, tmp_path):
     (tmp_path / "target.csv").write_text("old\n")
     (tmp_path / "link.csv").symlink_to("target.csv")
@@ -181,6 +182,7 @@ def _same_file_cases(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["trace", "trace via link", "config via hard link", "scenario",
                                   "plan"])  # fmt: skip
 def test_an_output_that_is_an_input_is_refused_before_any_work(cli, tmp_path, case):
@@ -194,6 +196,7 @@ def test_an_output_that_is_an_input_is_refused_before_any_work(cli, tmp_path, ca
     assert changed(before, checksums(tmp_path)) == set()
 
 
+@pytest.mark.slow
 def test_two_outputs_naming_one_file_are_refused(cli, tmp_path):
     done = cli("solve", "--bom", "x.csv", "--report", "x.csv")
     assert_one_error_line(done, 2, "x.csv", "--report", "same file as --bom")
@@ -238,6 +241,7 @@ SWEEP = ["sweep", "tiny.yaml", "--vary", "workload.arrival_rate_per_s=1", "--job
          "--time-limit", "5", "--out", "out"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_out_replaces_an_earlier_run_folder_whole_with_umask_modes(tmp_path):
     from pdd_plan.cli.output_paths import check_outputs
 
@@ -257,6 +261,7 @@ def test_out_replaces_an_earlier_run_folder_whole_with_umask_modes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tiny.yaml"]  # no temp left
 
 
+@pytest.mark.slow
 def test_out_refuses_a_folder_holding_other_files(cli, tmp_path):
     out = tmp_path / "out"
     _earlier_run(out)
@@ -268,6 +273,7 @@ def test_out_refuses_a_folder_holding_other_files(cli, tmp_path):
     assert changed(before, checksums(tmp_path)) == set()
 
 
+@pytest.mark.slow
 def test_out_refuses_a_folder_holding_the_input(cli, tmp_path):
     (tmp_path / "out").mkdir()
     default_scenario(tmp_path).rename(tmp_path / "out" / "s.yaml")
@@ -277,6 +283,7 @@ def test_out_refuses_a_folder_holding_the_input(cli, tmp_path):
     assert changed(before, checksums(tmp_path)) == set()
 
 
+@pytest.mark.slow
 def test_an_interrupted_out_never_leaves_a_mixed_folder(tmp_path):
     """Whenever SIGTERM lands, the folder is the earlier run's, untouched, or this run's
     complete set: never the two mixed."""
@@ -302,6 +309,7 @@ def test_new_files_respect_the_umask(tmp_path, umask, mode):
     assert stat.S_IMODE(os.stat(tmp_path / "m.yaml").st_mode) == mode
 
 
+@pytest.mark.slow
 def test_a_250_character_name_works_and_a_256_character_one_is_refused(cli, tmp_path):
     small_config(tmp_path)
     legal = "m" * 245 + ".yaml"  # 250 characters: its temporary sibling must not be longer
@@ -325,6 +333,7 @@ def _bad_path_cases(tmp_path: Path) -> dict[str, tuple[str, str]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["folder as file", "missing parent", "parent is a file"])
 @pytest.mark.parametrize("command", ["solve --bom", "trace --workload-out", "model -o",
                                      "report -o", "simulate --trace-out"])  # fmt: skip
@@ -348,6 +357,7 @@ def test_an_unwritable_output_is_refused_before_any_work(cli, tmp_path, case, co
     assert changed(before, checksums(tmp_path)) == set()
 
 
+@pytest.mark.slow
 def test_out_given_an_existing_file_or_a_dash_is_refused(cli, tmp_path):
     (tmp_path / "out").write_text("a file\n")
     done = cli("solve", "--out", "out")

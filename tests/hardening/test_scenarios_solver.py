@@ -161,6 +161,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "edit, key_path, fragments", [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
@@ -177,6 +178,7 @@ def test_refused_by_validate_and_solve(cli, tmp_path, args, edit, key_path, frag
 ORIGINAL = ("gpu_twice", "shape_twice", "rate_1e-300", "cap_1e-300")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["compare", "explain"])
 @pytest.mark.parametrize("case", ORIGINAL)
 def test_refused_by_compare_and_explain(cli, tmp_path, command, case):

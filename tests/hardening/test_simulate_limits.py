@@ -62,6 +62,7 @@ NO_ROOM = [("relay_decode", 8, "relay_decode on 8 x h100_sxm"),
            ("main_decode", 4, "main_decode on 4 x h200_sxm")]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("role, gpus, found", NO_ROOM)
 def test_evaluate_and_simulate_refuse_a_plan_that_holds_no_request(cli, tmp_path, role, gpus,
                                                                    found):  # fmt: skip
@@ -75,6 +76,7 @@ def test_evaluate_and_simulate_refuse_a_plan_that_holds_no_request(cli, tmp_path
     assert checksums(tmp_path) == before  # no trace written
 
 
+@pytest.mark.slow
 def test_the_published_plan_is_not_refused(cli):
     """The control: the published plan's instances (24 and 16 GPUs) hold requests."""
     r = cli("evaluate", "pdd-paper", PAPER_PLAN, "--format", "json")
@@ -90,6 +92,7 @@ def test_the_published_plan_is_not_refused(cli):
 #   0.1: 2,222 - 222 = 2,000 (runs); 2,221 - 222 = 1,999 (refused)
 #   0.0: 2,000 runs, 1,999 refused
 #   0.5: 3,999 - 1,999 = 2,000 (runs); 3,998 - 1,999 = 1,999 (refused)
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "requests, warmup, least",
     [(1, "0.1", "2,222"), (2221, "0.1", "2,222"), (1999, "0", "2,000"), (3998, "0.5", "3,999")],
@@ -100,6 +103,7 @@ def test_too_few_requests_are_refused(cli, requests, warmup, least):
     assert_one_error_line(r, 2, "--requests", f"at least {least}", "P99")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("requests, warmup", [(2222, "0.1"), (2000, "0"), (3999, "0.5")])
 def test_the_least_sample_runs_and_its_statistics_are_sane(cli, requests, warmup):
     r = cli("simulate", "pdd-paper", PAPER_PLAN, "--requests", requests,
@@ -133,6 +137,7 @@ def read_trace(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
+@pytest.mark.slow
 def test_metrics_are_the_statistics_of_the_trace(cli, tmp_path):
     """The printed percentiles, relay share and WAN load recomputed from the per-request
     CSV by their definitions (design.md §4), over the requests after the warm-up."""

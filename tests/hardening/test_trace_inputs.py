@@ -216,6 +216,7 @@ def unique_blocks_trace(path: Path, requests: int, blocks: int = 100) -> None:
             handle.write(row(i * 1000, blocks * 512, 100, ids) + "\n")
 
 
+@pytest.mark.slow
 def test_an_over_long_line_is_refused_without_being_held(cli, tmp_path):
     write_lines(tmp_path / "small.jsonl", [row(0), row(1000)])
     _, baseline_mib = peak_rss_mib(["trace", "analyze", "small.jsonl"], tmp_path)
@@ -231,6 +232,7 @@ def test_an_over_long_line_is_refused_without_being_held(cli, tmp_path):
     assert changed(before, checksums(tmp_path)) == set()
 
 
+@pytest.mark.slow
 def test_memory_follows_the_capacity_asked_for(tmp_path):
     unique_blocks_trace(tmp_path / "small.jsonl", 20)
     _, baseline_mib = peak_rss_mib(["trace", "analyze", "small.jsonl"], tmp_path)
@@ -242,6 +244,7 @@ def test_memory_follows_the_capacity_asked_for(tmp_path):
     assert peak_mib - baseline_mib < 30, (peak_mib, baseline_mib)
 
 
+@pytest.mark.slow
 def test_the_unlimited_ceiling_only_when_asked(cli, tmp_path):
     write_lines(tmp_path / "t.jsonl", [row(0, 1200, 50, [1, 2, 3]), row(1000, 1100, 50, [1, 2, 9])])
     args = ("trace", "analyze", "t.jsonl", "--cache-unit", "blocks", "--format", "json")

@@ -15,6 +15,8 @@ from small_scenarios import by_cost, catalog, meets, random_scenario, run_solve
 
 from pdd_plan.model.caches.cache_tier import CacheOptions, kv_bytes_per_token
 
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
+
 COST_TOL = 1e-6  # $/h
 SEEDS = (1, 3, 9, 11)  # min_cost scenarios that cross (pdd, pdd, cdc_pd, cdc_pd)
 REUSE_MEDIAN_S = 300.0  # the default curve's median reuse interval (decode_cache.py)

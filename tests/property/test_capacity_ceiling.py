@@ -57,6 +57,7 @@ def carried(s, d) -> float:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_no_plan_carries_more_than_a_role_ceiling(seed):
     s, arch, found = ceilings(seed)

@@ -5,6 +5,7 @@ turns nobody away well below its slots."""
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ NARROW = dataclasses.replace(
 RELAY_HEAVY = _setup("pdd", NARROW)
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(
     arch=st.sampled_from(sorted(SETUPS)),
@@ -59,6 +61,7 @@ def test_slot_wait_vanishes_with_the_load(arch, frac):
     assert snap.decode_admission_wait_s < 1e-9
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(frac=st.floats(0.01, 1.0))
 def test_relay_turns_nobody_away_well_below_its_slots(frac):

@@ -27,6 +27,8 @@ from pdd_plan.model.evaluate import meets_sla, prepare
 from pdd_plan.model.workload.workload import request_classes
 from pdd_plan.plan import bounds as bd
 
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
+
 # the small scenarios that plan PDD (small_scenarios.ARCHS draws the architecture)
 SEEDS = (1, 2, 3, 4, 7, 8, 13, 14, 15, 16, 18, 21, 22, 23)
 EDGE_REL = 1e-6  # how far either side of the bound's rate the model is asked

@@ -11,6 +11,7 @@ an allowed outcome (a bigger payload may saturate: "never faster" holds).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -70,6 +71,7 @@ def _not_longer(new, old):
     return np.all(new <= old * (1 + REL) + 1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(cases(), st.floats(1.0, 10.0))
 def test_more_line_capacity_never_lengthens_transfer_or_wait(case, factor):
@@ -87,6 +89,7 @@ def test_more_line_capacity_never_lengthens_transfer_or_wait(case, factor):
     assert bigger.pool_utilization_frac <= base.pool_utilization_frac * (1 + REL)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(cases(), st.integers(1, 500))
 def test_larger_pool_never_lengthens_the_wait(case, extra):
@@ -101,6 +104,7 @@ def test_larger_pool_never_lengthens_the_wait(case, extra):
     np.testing.assert_array_equal(more.transfer_s, base.transfer_s)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(cases(), st.data(), st.floats(1.0, 5.0))
 def test_bigger_payload_never_transfers_faster(case, data, factor):
@@ -125,6 +129,7 @@ def test_one_connection_time_grows_with_payload(lk, a, b, rate):
     assert t_hi >= t_lo * (1 - REL)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(cases(), st.floats(1.0, 3.0))
 def test_utilisations_rise_with_the_arrival_rate(case, factor):

@@ -60,6 +60,7 @@ def ratios(seed: int, striped: bool) -> tuple[float, ...]:
     return tuple(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("striped", [False, True])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_pool_ceiling_is_above_every_rate_a_plan_carries(seed, striped):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special, stats
@@ -97,6 +98,7 @@ def test_erlang_b_is_the_truncated_poisson_ratio(servers, offered):
 # ---------------------------------------------------------------------------- sums of waits
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(ws=WAIT_LISTS, times=st.lists(st.floats(-1.0, 1e4), min_size=2, max_size=30))
 def test_sum_cdf_is_a_cdf(ws, times):
@@ -164,6 +166,7 @@ def test_mixture_quantiles_rise_with_q(mix, levels):
     assert np.all(np.diff(got) >= -1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(mix=mixtures(), q=st.floats(0.001, 0.9999))
 def test_mixture_quantile_is_the_smallest_t_reaching_q(mix, q):

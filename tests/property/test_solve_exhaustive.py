@@ -33,6 +33,8 @@ from pdd_plan.model.deployment import Deployment
 from pdd_plan.plan import solve as sv
 from pdd_plan.plan.search import BCR_HEADROOM, Search
 
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
+
 COST_TOL = 1e-6  # $/h
 BCR_REL_TOL = 3e-3
 MIN_COST_SEEDS = tuple(range(26))

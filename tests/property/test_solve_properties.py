@@ -24,6 +24,8 @@ from pdd_plan.model import scenario as sc
 from pdd_plan.model.evaluate import meets_sla, prepare
 from pdd_plan.model.workload import workload as wl
 
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
+
 SEEDS = st.sampled_from(range(26))
 COST_TOL = 1e-6
 BCR_REL_TOL = 3e-3

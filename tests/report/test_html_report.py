@@ -43,6 +43,7 @@ def text_of(page: str) -> str:
     return " ".join(htmllib.unescape(re.sub(r"<[^>]+>", "", page)).split())
 
 
+@pytest.mark.slow
 def test_every_markdown_heading_is_an_html_heading(report):
     headings = re.findall(r"^## (.+)$", report.markdown, flags=re.M)
     assert headings == list(SECTIONS)
@@ -51,6 +52,7 @@ def test_every_markdown_heading_is_an_html_heading(report):
                          report.html), h  # fmt: skip
 
 
+@pytest.mark.slow
 def test_every_markdown_table_cell_and_bullet_is_in_the_html(report):
     text = text_of(report.html)
     cells = 0
@@ -68,6 +70,7 @@ def test_every_markdown_table_cell_and_bullet_is_in_the_html(report):
     assert cells > 100
 
 
+@pytest.mark.slow
 def test_the_plots_are_inline_svg_and_nothing_is_fetched(report):
     page = report.html
     assert page.count("<svg") == 4 == len(report.figures)
@@ -82,6 +85,7 @@ def test_the_plots_are_inline_svg_and_nothing_is_fetched(report):
     assert len(ids) == len(set(ids))  # the SVGs' ids do not collide
 
 
+@pytest.mark.slow
 def test_the_first_screen_has_the_key_figures_and_the_bathtub(report):
     first = report.html[: report.html.index('<nav class="toc">')]
     for words in ("Sizing report: tiny", "/month", "req/s", "BCR", "SLA", "Rent", "<svg"):
@@ -102,6 +106,7 @@ def _console(stderr: str) -> list[str]:
     return re.findall(r':CONSOLE[^\]]*\] "(.*?)", source:', stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no /usr/bin/chromium")
 def test_headless_chromium_renders_it_without_console_errors(report, tmp_path):
     import matplotlib.image
@@ -144,6 +149,7 @@ def test_markdown_subset_converts():
     assert "<p>para more</p>" in out
 
 
+@pytest.mark.slow
 def test_report_data_table_lists_every_case(report):
     text = text_of(report.html)
     assert "Data behind the plots" in text

@@ -147,6 +147,7 @@ def _undominated_misses(plans: list[dict]) -> list[str]:
             and not any(a <= x and b <= y and (a, b) != (x, y) for a, b, _ in pts)]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_reports_front_leaves_out_the_plan_that_misses_the_sla(qwen_report):
     missed = _undominated_misses(qwen_report.plans)
     assert missed, "the scenario no longer has a cheap plan that misses the SLA"
@@ -162,11 +163,13 @@ def test_the_reports_front_leaves_out_the_plan_that_misses_the_sla(qwen_report):
         assert "no" in cells and "no: misses the SLA" in cells
 
 
+@pytest.mark.slow
 def test_figures_are_numbered_in_the_order_of_the_page(qwen_report):
     numbers = [int(n) for n in re.findall(r"<strong>Figure (\d+)\.</strong>", qwen_report.html)]
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) == 4
 
 
+@pytest.mark.slow
 def test_the_reports_assumptions_and_order_line_fit_the_plan(qwen_report):
     md = qwen_report.markdown
     body = md.split("\n## 8. Assumptions and the direction of their bias\n", 1)[1]

@@ -48,6 +48,7 @@ def test_the_range_runs_from_the_models_window_to_the_whole_context(paper, catal
     assert tokens[-2] < CONTEXT  # every finite case keeps less than the mean context
 
 
+@pytest.mark.slow
 def test_the_verdict_lists_both_ends_with_their_hand_bytes(verdict):
     first, last = verdict["cases"][0], verdict["cases"][-1]
     assert first["uncompressed_tokens"] == 128 and last["uncompressed_tokens"] is None
@@ -65,6 +66,7 @@ def _objective(paper, figures: dict) -> float:
     return capped / figures["cost_usd_per_hour"]
 
 
+@pytest.mark.slow
 def test_each_cases_best_has_the_highest_objective(paper, verdict):
     for case in verdict["cases"]:
         planned = {a: f for a, f in case["architectures"].items() if f["goodput_rps"]}
@@ -74,6 +76,7 @@ def test_each_cases_best_has_the_highest_objective(paper, verdict):
         )
 
 
+@pytest.mark.slow
 def test_a_flip_is_named_exactly_where_neighbours_differ(verdict):
     rows = verdict["cases"]
     changes = [(a["case"], b["case"]) for a, b in zip(rows, rows[1:], strict=False)
@@ -93,6 +96,7 @@ def test_a_model_without_a_window_has_no_range(paper, catalog):
     assert window_range(catalog.model("qwen3_32b"), paper) == []
 
 
+@pytest.mark.slow
 def test_explain_shows_the_range_and_its_ends(run_cli):
     done = run_cli("explain", str(PAPER), "--format", "json")
     assert done.returncode == 0, done.stderr
@@ -105,6 +109,7 @@ def test_explain_shows_the_range_and_its_ends(run_cli):
     assert "with all:" in text.stdout
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_range_and_its_ends(run_cli, tmp_path):
     out = tmp_path / "report.md"
     done = run_cli("solve", str(PAPER), "--report", str(out))

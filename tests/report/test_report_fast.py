@@ -22,6 +22,8 @@ from pdd_plan.report.markdown import render_report
 from pdd_plan.stages import fork_pool
 from pdd_plan.stages.reporting import report_build, report_pool
 
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
+
 TINY = Path(__file__).parent.parent / "sweep" / "tiny.yaml"
 COARSE = (2, 3, 8)  # a coarse workload grid: each solve a fraction of a second
 ARCH = "idc_pd"  # no baseline architecture, no lines: the fewest variants there are

@@ -4,7 +4,11 @@ its figures in its pool's workers: a worker's SVG must be the one drawn here."""
 
 from __future__ import annotations
 
+import pytest
+
 from pdd_plan.report import plots
+
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
 
 
 def bathtub_args() -> tuple:

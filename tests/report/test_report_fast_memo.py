@@ -127,6 +127,7 @@ def test_parts_pass_on_the_answer_or_the_exception():
             part.result()
 
 
+@pytest.mark.slow
 def test_point_and_case_answers_as_the_two_calls_made_apart(monkeypatch):
     catalog = Catalog()
     data = load_yaml(TINY, "a pdd-plan scenario")

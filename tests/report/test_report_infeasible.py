@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
 
 
 def test_report_without_a_plan_names_the_limit_and_the_figure(tmp_path, run_cli):

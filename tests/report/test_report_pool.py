@@ -147,6 +147,7 @@ def without_future(plans: list[dict]) -> list[dict]:
     return [{k: v for k, v in p.items() if k != "future"} for p in plans]
 
 
+@pytest.mark.slow
 @LINUX
 def test_the_report_built_in_forked_pools_equals_the_plain_build(monkeypatch, tmp_path):
     """tiny.yaml with two architectures, the one planned chosen (both solved in the shared

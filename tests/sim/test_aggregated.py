@@ -94,6 +94,7 @@ def test_a_slower_engine_profile_slows_every_percentile():
         assert tuned[key] > base[key]
 
 
+@pytest.mark.slow
 def test_estimate_cli_serving(run_cli):
     args = ["estimate", "--model", "llama_3_1_70b", "--gpu", "h200_sxm", "--gpus-per-instance"]
     args += ["4", "--weight-dtype", "fp8", "--isl", "3000", "--osl", "50"]

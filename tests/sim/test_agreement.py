@@ -70,6 +70,7 @@ def test_the_suite_covers_what_the_issue_asks():
     assert any(c.handoff == "one_shot" for c in SUITE) and any(c.lines for c in SUITE)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [c.name for c in SUITE])
 def test_closed_form_agrees_with_the_simulator(rows, case):
     row = rows[case]

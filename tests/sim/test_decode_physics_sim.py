@@ -69,6 +69,7 @@ def test_one_shot_handoff_waits_a_round_trip_and_the_engine_cost(paper_pdd):
     assert np.all(tr.largest_gap_s[both] >= gap - 1e-9)
 
 
+@pytest.mark.slow
 def test_relay_overflows_to_md_when_full_and_every_token_is_served(paper_pdd_hbm_bound):
     """The narrow mix relays every request; with a high rate RLD (one instance) fills. A
     request that finds it full is not queued: MD decodes all of it after its WAN transfer."""

@@ -58,6 +58,7 @@ def _with(setup, mode):
     return dataclasses.replace(setup, deployment=d)
 
 
+@pytest.mark.slow
 def test_catch_up_over_one_shot_closed_form_against_the_simulator(catalog):
     """pdd-paper at 50 req/s, 3,000 simulated requests (same seed, same routes): the extra
     RLD output of catch-up over one-shot agrees within 1.5 points, and is more than the

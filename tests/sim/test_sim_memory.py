@@ -45,6 +45,7 @@ def _peak_bytes(setup, requests: int) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_peak_memory_per_request_stays_under_the_bound(pdd_setup, monkeypatch):
     # small chunks, so that both sizes run many of them: the slope is the per-request
     # cost, not the heap of one chunk of events

@@ -27,6 +27,7 @@ def pdd_run(pdd_setup):
     return simulate(pdd_setup, SimConfig(3000, seed=7))
 
 
+@pytest.mark.slow
 def test_same_seed_same_run_other_seed_other_run(pdd_setup, pdd_run):
     again = simulate(pdd_setup, SimConfig(3000, seed=7)).trace
     other = simulate(pdd_setup, SimConfig(3000, seed=8)).trace

@@ -122,6 +122,7 @@ def test_failed_points_are_recorded_and_the_sweep_goes_on():
         assert r["wall_s"] >= 0
 
 
+@pytest.mark.slow
 def test_min_cost_never_falls_as_demand_rises():
     """More demand never gives a cheaper optimum (design.md §8), here along a sweep."""
     spec = prepared("workload.arrival_rate_per_s=0.5:6:0.5", objective="min_cost")
@@ -132,12 +133,14 @@ def test_min_cost_never_falls_as_demand_rises():
     assert costs[-1] > costs[0]  # the sweep does move the answer
 
 
+@pytest.mark.slow
 def test_min_cost_monotone_for_pdd_too():
     spec = prepared("workload.arrival_rate_per_s=0.5,1.5,3", arch="pdd", objective="min_cost")
     costs = [r["metrics"]["cost_usd_per_hour"] for r in sw.run(spec, jobs=1)]
     assert costs == sorted(costs) and costs[-1] > costs[0]
 
 
+@pytest.mark.slow
 def test_pool_results_equal_serial_results():
     spec = prepared("workload.arrival_rate_per_s=1,2,-3", "workload.prefix_hit_rate.mean=0.5,0.9")
     seen = []

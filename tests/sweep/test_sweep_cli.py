@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 
 import matplotlib.image
+import pytest
 import yaml
 
 from pdd_plan.stages.sweeping import sweep as sw
+
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
 
 TINY = Path(__file__).with_name("tiny.yaml")
 

@@ -67,6 +67,7 @@ def both(tmp_path_factory):
     return base, local, ray
 
 
+@pytest.mark.slow
 @needs_ray
 def test_ray_rows_equal_the_process_pools(both):
     base, local, ray = both
@@ -80,6 +81,7 @@ def test_ray_rows_equal_the_process_pools(both):
     assert json.loads(local.stdout)["executor"] == "local"
 
 
+@pytest.mark.slow
 @needs_ray
 def test_ray_sweep_shows_the_progress_bar(both):
     _, _, ray = both
@@ -124,6 +126,7 @@ def _alive(pids: set[int]) -> set[int]:
     return alive
 
 
+@pytest.mark.slow
 @needs_ray
 def test_ctrl_c_stops_the_ray_tasks_and_keeps_the_journal(tmp_path):
     out = tmp_path / "out"
@@ -178,6 +181,7 @@ def test_without_ray_the_executor_says_how_to_get_it(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_bad_executor_options_are_one_line(tmp_path):
     for extra, words in ((["--executor", "dask"], "local or ray"),
                          (["--ray-address", "127.0.0.1:6379"], "--executor ray")):  # fmt: skip
@@ -188,6 +192,7 @@ def test_bad_executor_options_are_one_line(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 @needs_ray
 def test_an_unreachable_cluster_is_one_line_at_once(tmp_path):
     with socket.socket() as sock:  # a port nothing listens on once this closes

@@ -106,6 +106,7 @@ def runs(tmp_path_factory):
     return base, whole, resumed, kept
 
 
+@pytest.mark.slow
 def test_resumed_sweep_has_the_uninterrupted_rows(runs):
     base, whole, resumed, kept = runs
     assert resumed.returncode == 0, resumed.stderr
@@ -127,6 +128,7 @@ def test_resumed_sweep_has_the_uninterrupted_rows(runs):
     )
 
 
+@pytest.mark.slow
 def test_journalled_points_are_not_computed_again(runs):
     base, _, resumed, kept = runs
     again = json.loads(resumed.stdout)["points"]
@@ -166,6 +168,7 @@ def plan(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_resume_of_another_sweep_is_refused(tmp_path, plan):
     out = tmp_path / "out"
     journal = _journal_of(out, plan, "workload.arrival_rate_per_s=1,2")
@@ -178,6 +181,7 @@ def test_resume_of_another_sweep_is_refused(tmp_path, plan):
     _one_line_error(done, "a different sweep")
 
 
+@pytest.mark.slow
 def test_a_damaged_journal_is_refused(tmp_path, plan):
     out = tmp_path / "out"
     journal = _journal_of(out, plan)
@@ -188,6 +192,7 @@ def test_a_damaged_journal_is_refused(tmp_path, plan):
     _one_line_error(_run(_args(plan, out, AXIS, "--resume")), "not a sweep journal")
 
 
+@pytest.mark.slow
 def test_a_journal_another_sweep_is_writing_is_refused(tmp_path, plan):
     out = tmp_path / "out"
     spec = sw.prepare(TINY, [AXIS], plan=str(plan))

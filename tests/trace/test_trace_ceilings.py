@@ -49,6 +49,7 @@ def test_unlimited_cache_gives_the_readme_ceiling(shared_dir, name):
     np.testing.assert_allclose(a.unlimited.hit_frac, cached / prompts, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(README))
 def test_a_finite_cache_stays_below_the_ceiling_and_approaches_it(shared_dir, name):
     path = shared_dir / "data" / "traces" / name

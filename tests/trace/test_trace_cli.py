@@ -51,6 +51,7 @@ def test_the_workload_block_loads_into_a_scenario(run_main, tmp_path):
     assert w.prefix_hit_rate.kind == "bins" and 0 < w.prefix_hit_rate.mean() < 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra",
     [(), ("--joint", "--decode-cache-capacity", "200k")],

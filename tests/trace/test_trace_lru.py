@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +35,7 @@ block_ids = st.integers(min_value=0, max_value=30)
 requests_st = st.lists(st.lists(block_ids, min_size=0, max_size=8), min_size=1, max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(requests=requests_st, capacity=st.one_of(st.none(), st.integers(0, 20)))
 def test_replay_matches_the_list_reference(requests, capacity):
@@ -43,6 +45,7 @@ def test_replay_matches_the_list_reference(requests, capacity):
         assert len(cache) <= capacity
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(requests=requests_st, capacity=st.integers(0, 20))
 def test_more_capacity_never_hits_less(requests, capacity):

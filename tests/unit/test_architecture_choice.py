@@ -38,6 +38,7 @@ def default_choice():
     return chosen, forced
 
 
+@pytest.mark.slow
 def test_default_recommends_the_best_architecture_by_each_ones_own_optimum(default_choice):
     chosen, forced = default_choice
     offered = 20.0
@@ -91,6 +92,7 @@ def pdd_only_wins() -> dict:
     return data
 
 
+@pytest.mark.slow
 def test_pdd_wins_where_cdc_pd_cannot_meet_the_ttft(run_cli, tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(pdd_only_wins()))
     forced = run_cli("solve", "s.yaml", "--architecture", "cdc_pd", "--format", "json")
@@ -103,6 +105,7 @@ def test_pdd_wins_where_cdc_pd_cannot_meet_the_ttft(run_cli, tmp_path):
     assert choice["runner_up"] is None and "CDC-PD" in choice["reason"]
 
 
+@pytest.mark.slow
 def test_architecture_forces_one_and_compares_nothing(run_cli, tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(pdd_only_wins()))
     result = run_cli("solve", "s.yaml", "--architecture", "pdd", "--format", "json")
@@ -112,6 +115,7 @@ def test_architecture_forces_one_and_compares_nothing(run_cli, tmp_path):
     assert "architecture_choice" not in answer
 
 
+@pytest.mark.slow
 def test_the_table_leads_with_the_recommendation(run_cli, tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(pdd_only_wins()))
     result = run_cli("solve", "s.yaml", "--time-limit", "10")

@@ -51,6 +51,7 @@ def test_bom_rows_and_totals_by_hand(catalog):
     assert all(not v.startswith(("=", "+", "-", "@")) for r in rows for v in r.values())
 
 
+@pytest.mark.slow
 def test_solve_out_folder_and_bom_match_the_plan(run_cli, tmp_path):
     result = run_cli("solve", "--out", "out", "--bom", "bom.csv", "--format", "json")
     assert result.returncode == 0, result.stderr

@@ -93,6 +93,7 @@ def test_the_model_s_kv_bytes_are_the_hand_figure():
     assert cat.model("qwen3_32b").kv_bytes_per_token("bf16") == KV_BYTES_PER_TOKEN
 
 
+@pytest.mark.slow
 def test_without_a_cache_the_line_carries_every_prefix(no_cache):
     # 2 req/s x E[input] (lognormal median 4,000, sigma 0.5: mean 4,000 e^0.125 = 4,533)
     # x 262,144 B x 8 bits: 19.0 Gbit/s, more than one 10G line can carry
@@ -102,6 +103,7 @@ def test_without_a_cache_the_line_carries_every_prefix(no_cache):
     assert no_cache.deployment.decode_cache.tb == 0
 
 
+@pytest.mark.slow
 def test_a_cheap_tier_is_bought_and_saves_line_and_relay(tmp_path, no_cache):
     _, s = _scenario(tmp_path, [0, 1, 2])
     # the catalog's DRAM price, $486/TB-month: 1 TB costs 486 / 730 = $0.67/h, 2 TB $1.33/h,
@@ -115,6 +117,7 @@ def test_a_cheap_tier_is_bought_and_saves_line_and_relay(tmp_path, no_cache):
     assert result.metrics.cost_usd_per_hour < no_cache.metrics.cost_usd_per_hour
 
 
+@pytest.mark.slow
 def test_a_dear_tier_is_not_bought(tmp_path, no_cache):
     _, s = _scenario(tmp_path, [0, 1, 2])
     # 1 TB priced above the whole no-cache plan: any plan with a cache
@@ -126,6 +129,7 @@ def test_a_dear_tier_is_not_bought(tmp_path, no_cache):
     assert _lines(result.deployment) == _lines(no_cache.deployment)
 
 
+@pytest.mark.slow
 def test_the_bom_total_is_the_answer_with_the_cache_row(tmp_path):
     _, s = _scenario(tmp_path, [0, 1, 2])
     cat = Catalog()
@@ -147,6 +151,7 @@ def test_the_bom_total_is_the_answer_with_the_cache_row(tmp_path):
     assert bought["purchase_usd"] == pytest.approx(row["units"] * 17508)
 
 
+@pytest.mark.slow
 def test_plan_json_with_a_cache_round_trips_through_evaluate(tmp_path, run_cli):
     path, s = _scenario(tmp_path, [0, 1, 2])
     result = _solve(s)
@@ -180,6 +185,7 @@ def test_explain_states_what_a_smaller_cache_is_traded_for(tmp_path, no_cache):
     assert "cache -0.67 $/h" in response["sentence"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "policy, expected",
     [
@@ -245,6 +251,7 @@ def test_the_digest_covers_the_cache_tiers_only_where_the_scenario_prices_a_cach
     assert "lines.yaml, cache_tiers.yaml, gpus/" in facts["catalog_files"]
 
 
+@pytest.mark.slow
 def test_cli_explain_prints_the_cache_response(tmp_path, run_cli):
     path, _ = _scenario(tmp_path, [0, 1])
     out = run_cli("explain", str(path), "--architecture", "pdd", "--time-limit", "60")
@@ -254,6 +261,7 @@ def test_cli_explain_prints_the_cache_response(tmp_path, run_cli):
     assert "Decode-side cache: with a smaller cache (no cache tier instead of 1 TB dram)" in text
 
 
+@pytest.mark.slow
 def test_the_simulator_reads_the_plan_s_cache(tmp_path):
     """A plan's cache tier sets the simulator's MD residency as it sets the closed form's:
     1 TB keeps 63 % of prefixes, 2 TB 85 % (module doc), so the same plan ships more over
@@ -283,6 +291,7 @@ def test_the_simulator_reads_the_plan_s_cache(tmp_path):
     assert wan[1.0][0] > 1.3 * wan[2.0][0] and wan[1.0][1] > 1.3 * wan[2.0][1]
 
 
+@pytest.mark.slow
 def test_a_datacenter_budget_counts_the_cache(tmp_path):
     """dc_b's budget of $4.80/h: its two 2 x L40S main-decode instances cost $4.00/h, so 2
     TB of DRAM ($1.33/h) would break it and 1 TB ($0.67/h) fits: the plan's spend in dc_b,

@@ -60,6 +60,7 @@ def test_vllm_launch_flags():
     assert vllm_graph_max_tokens("", None) == 512
 
 
+@pytest.mark.slow
 def test_index_capture_size_lets_the_fit_find_the_eager_cost(run_cli, tmp_path):
     _write(tmp_path, f"--block-size 256 --max-cudagraph-capture-size {CAPTURE}")
     result = run_cli("calibrate", "steps", "run.csv", "-o", "p.yaml", "--no-cv")

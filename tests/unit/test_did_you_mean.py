@@ -124,6 +124,7 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "meant"),
     [

@@ -202,6 +202,7 @@ def test_shipped_profiles_load_and_the_default_is_the_identity():
             assert all(len(sha) == 64 for _, sha, _ in p.fitted_on)
 
 
+@pytest.mark.slow
 def test_real_qwen3_32b_held_out_configuration_within_10_percent(shared_dir):
     """vLLM 0.20.1 on B300 (../shared/data/perf/fpm): fitted on TP 1, 2 and 8, the TP4 run's
     iterations are predicted within the issue's target, 10 % median error per phase (the

@@ -69,6 +69,7 @@ def line(catalog, scenarios):
     return run(catalog, scenarios["line"])
 
 
+@pytest.mark.slow
 def test_a_small_availability_binds(availability):
     name = "h200_sxm_in_dc_a_within_availability"
     assert name in availability["binding"]
@@ -110,6 +111,7 @@ def test_relaxing_a_binding_availability_never_raises_the_cost(availability):
             assert r["after"] <= before + 1e-9, r
 
 
+@pytest.mark.slow
 def test_a_looser_sla_is_always_tried(availability, line):
     for result in (availability, line):
         sla = [r for r in result["relaxations"] if r["constraint"] == "sla"]
@@ -171,6 +173,7 @@ def test_the_elastic_resolve_names_the_limit_and_the_shortfall(catalog, scenario
     assert 24 < needs <= short.needs and needs % 8 == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["solve", "explain"])
 def test_cli_infeasible_exits_3_with_one_line(run_cli, paths, command):
     # the PDD plan is short of H200 (solve alone would choose an architecture that fits)
@@ -181,12 +184,14 @@ def test_cli_infeasible_exits_3_with_one_line(run_cli, paths, command):
     assert "h200_sxm in dc_a: needs" in lines[0] and "24 available" in lines[0]
 
 
+@pytest.mark.slow
 def test_cli_explain_json_equals_the_api(run_cli, paths):
     result = run_cli("explain", str(paths["line"]), "--format", "json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == json.loads(json.dumps(explain_scenario(paths["line"])))
 
 
+@pytest.mark.slow
 def test_cli_explain_prints_tables(run_cli, paths):
     result = run_cli("explain", str(paths["line"]))
     assert result.returncode == 0, result.stderr

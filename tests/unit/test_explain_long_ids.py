@@ -4,8 +4,12 @@ so a 40-character id keeps its 'one more GPU' relaxation (issue #22, point 9).""
 
 from __future__ import annotations
 
+import pytest
+
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from tests.unit import test_explain as te
+
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
 
 LONG_ID = "datacenter_in_the_north_with_a_long_name"  # 40 characters
 

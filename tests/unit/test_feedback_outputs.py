@@ -217,6 +217,7 @@ def _ok(result: subprocess.CompletedProcess) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_solve_out_feeds_every_command_that_reads_plans_and_scenarios(tmp_path):
     (tmp_path / "s.yaml").write_text(TWO_DC)
     first = _ok(_cli(tmp_path, "solve", "s.yaml", "--out", "d", "--format", "json"))

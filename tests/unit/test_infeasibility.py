@@ -83,6 +83,7 @@ def the(answer: dict, kind: str) -> dict:
     return found[0]
 
 
+@pytest.mark.slow
 def test_a_small_connection_pool_is_named_with_its_figures(run_cli, tmp_path):
     # 2 req/s x 4000 tokens x 327,680 B x 8 = 20.97 Gbit/s; 4 connections x 1 Gbit/s = 4
     answer = infeasible(run_cli, tmp_path, cross_dc(wan__connection_pool_size=4))
@@ -94,6 +95,7 @@ def test_a_small_connection_pool_is_named_with_its_figures(run_cli, tmp_path):
     assert "needs 21 Gbit/s" in answer["reason"] and "carries 4 Gbit/s" in answer["reason"]
 
 
+@pytest.mark.slow
 def test_the_line_tiers_allowed_are_named_with_their_figures(run_cli, tmp_path):
     # 20.97 Gbit/s against 1 line of 10 Gbit/s x 0.85 (the cap) x the jumbo-frame payload
     data = cross_dc(wan__max_lines=1)
@@ -126,6 +128,7 @@ def test_a_rate_above_a_wan_ceiling_is_refused_before_any_milp(catalog, monkeypa
     assert caught.value.shortfalls[0]["limit"] == "WAN connection pool"
 
 
+@pytest.mark.slow
 def test_a_power_budget_is_named_with_its_figures(run_cli, tmp_path):
     # 1.2 kW holds one H100 (700 W x PUE 1.3 = 910 W); 20 req/s of 4000-token prompts
     # need more than one prefill and one decode GPU
@@ -138,6 +141,7 @@ def test_a_power_budget_is_named_with_its_figures(run_cli, tmp_path):
     assert "power_budget_kw to " in power["relaxation"] and power["sufficient"]
 
 
+@pytest.mark.slow
 def test_a_budget_is_named_with_its_figures(run_cli, tmp_path):
     # $5/h pays one H100 at the catalog's $3.99/h; the plan needs two at least
     answer = infeasible(run_cli, tmp_path, one_dc(budget_usd_per_hour=5.0))
@@ -148,6 +152,7 @@ def test_a_budget_is_named_with_its_figures(run_cli, tmp_path):
     assert "budget_usd_per_hour to " in budget["relaxation"] and budget["sufficient"]
 
 
+@pytest.mark.slow
 def test_gpu_availability_is_named_with_its_figures(run_cli, tmp_path):
     data = one_dc()
     data["datacenters"][0]["gpus"][0]["max_gpus"] = 1  # one GPU for two roles
@@ -177,6 +182,7 @@ def test_the_attempts_are_one_summary_not_a_line_each():
     assert f"down to {0.85 * 0.85**5:.2f}" in text
 
 
+@pytest.mark.slow
 def test_the_table_format_exits_3_with_one_line_and_nothing_on_stdout(run_cli, tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(cross_dc(wan__connection_pool_size=4)))
     result = run_cli("solve", "s.yaml", "--time-limit", "5")
@@ -192,6 +198,7 @@ def floors_scenario(ttft_s: float, tpot_ms: float) -> dict:
     return data
 
 
+@pytest.mark.slow
 def test_sla_floors_no_instance_can_meet_are_named_with_figures(run_cli, tmp_path):
     # 10 ms for a 4000-token prefill of a 32B model (2.6e14 FLOP: above 0.1 s on any
     # H100 shape allowed) and 1 ms a token (a batch-1 step reads 64 GB of weights: over
@@ -206,6 +213,7 @@ def test_sla_floors_no_instance_can_meet_are_named_with_figures(run_cli, tmp_pat
     assert "sla.tpot_p90_ms at least" in tpot["relaxation"]
 
 
+@pytest.mark.slow
 def test_relaxing_as_named_lifts_the_floor(run_cli, tmp_path):
     """The figures are floors: limits just above them no longer name them."""
     answer = infeasible(run_cli, tmp_path, floors_scenario(0.01, 1))

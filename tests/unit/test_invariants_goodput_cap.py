@@ -23,6 +23,8 @@ from pdd_plan.plan import solve as sv
 from pdd_plan.plan.goal import GOODPUT_HEADROOM
 from pdd_plan.plan.search import Search
 
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
+
 RESOLUTION = (4, 4, 4)
 
 

@@ -12,11 +12,14 @@ TPOT limit; H200 main decode is faster, so the relay is the role that cannot."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from pdd_plan import api
 from pdd_plan.errors import InfeasibleError
 from pdd_plan.loaders.catalog import Catalog
+
+pytestmark = pytest.mark.slow  # every test here is slow (pyproject.toml: markers)
 
 
 def test_a_relay_that_misses_the_tpot_limit_at_batch_1_is_named_in_figures(tmp_path):

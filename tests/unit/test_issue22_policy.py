@@ -148,6 +148,7 @@ def _one_line(result, plan: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [
@@ -168,6 +169,7 @@ def test_the_library_refuses_the_conflict(conflicting):
         api.evaluate_plan(s, p)
 
 
+@pytest.mark.slow
 def test_a_sweep_point_that_fixes_another_value_fails_with_the_reason(run_cli, tmp_path):
     """`sweep --plan --vary policy.handoff=...`: the points where the scenario's handoff
     is not the plan's are refused with the line, not evaluated with the plan's."""

@@ -68,6 +68,7 @@ def check(tmp_path, data: dict, arch: str, catalog) -> list[str]:
     return kinds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_each_figure_offered_suffices_or_is_a_bound(tmp_path, arch, catalog):
     offered = []
@@ -97,6 +98,7 @@ def test_the_wan_ceilings_offer_bounds(tmp_path, arch, catalog):
         assert check(tmp_path, data, arch, catalog) == ["bound"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_gpu_availability_figures_suffice(tmp_path, arch, catalog):
     offered = []
@@ -106,6 +108,7 @@ def test_gpu_availability_figures_suffice(tmp_path, arch, catalog):
     assert any(k.endswith(".max_gpus") for k in offered), offered
 
 
+@pytest.mark.slow
 def test_the_budget_figure_is_the_one_that_works(tmp_path, catalog):
     """The issue's chain: each figure offered at $10/h, $30/h and at the MILP's
     estimate ($36.88/h, which was offered before) is one and the same, and it works."""

@@ -43,6 +43,7 @@ def assert_named_with_figures(answer: dict, name: str) -> None:
         assert s["limit"] in answer["reason"], (name, s["limit"], answer["reason"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_every_exit_3_answer_names_the_limit_with_figures(tmp_path, arch, catalog):
     refused = 0
@@ -68,6 +69,7 @@ def test_no_gpu_available_names_the_gpus_the_weights_need(tmp_path, arch, catalo
         assert s["needs"] >= 2 and (s["has"], s["unit"]) == (0, "GPUs"), s
 
 
+@pytest.mark.slow
 def test_compare_names_each_architectures_limit(tmp_path, catalog):
     """Every architecture TTFT-bound (0.5 % above its floor): each row of `compare`
     without a plan holds its shortfalls and names them (it said "no plan meets the SLA

@@ -69,6 +69,7 @@ def test_every_answer_names_the_member_per_gpu_and_how(profile_set):
     json.dumps(summary)  # plain data
 
 
+@pytest.mark.slow
 def test_estimate_json_and_table_name_the_member(run_cli, profile_set):
     args = ("estimate", "--model", "qwen3_32b", "--gpu", "h200_sxm", "--gpus-per-instance",
             "2", "--isl", "1000", "--osl", "100", "--engine-profile", str(profile_set))  # fmt: skip
@@ -116,6 +117,7 @@ def test_a_single_profile_is_its_own_member():
     assert p.for_gpu("h100_sxm", 1.0, 1.0) is p
 
 
+@pytest.mark.slow
 def test_solve_names_the_member_for_every_gpu_of_its_plan(run_cli, profile_set):
     result = run_cli("solve", "--engine-profile", str(profile_set), "--format", "json")
     assert result.returncode == 0, result.stderr

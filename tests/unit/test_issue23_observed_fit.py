@@ -42,6 +42,7 @@ def _point(run_cli, tmp_path: Path, rate: float, noise) -> dict:
     return {"offered_rps": rate, "ttft_s": ttft, "tpot_ms": tpot, "plan": PLAN}
 
 
+@pytest.mark.slow
 def test_a_load_sweep_gives_back_its_parameters_within_their_uncertainty(run_cli, tmp_path):
     (tmp_path / "true.yaml").write_text(yaml.safe_dump({"name": "t", "parameters": TRUE}))
     noise = iter(NOISE * 4)
@@ -66,6 +67,7 @@ def test_a_load_sweep_gives_back_its_parameters_within_their_uncertainty(run_cli
     assert held["tpot"] == sorted(held["tpot"]) and all(r > 0 for r in held["tpot"])
 
 
+@pytest.mark.slow
 def test_a_parameter_the_points_do_not_move_is_refused_by_name(run_cli, tmp_path):
     """TPOT alone, at a load where decode is memory-bound: the compute efficiency moves no
     figure, so the fit cannot say it; the memory efficiency is identified."""
@@ -122,6 +124,7 @@ def test_the_single_point_form_reads_as_a_list_of_one(tmp_path):
     assert dict(got.points[0].figures) == {"ttft_p50": 0.1, "tpot_p90": pytest.approx(0.030)}
 
 
+@pytest.mark.slow
 def test_a_bad_point_is_named_by_its_index(run_cli, tmp_path):
     text = (
         "points:\n  - {offered_rps: 5, ttft_s: {p50: 0.1}}\n"
@@ -134,6 +137,7 @@ def test_a_bad_point_is_named_by_its_index(run_cli, tmp_path):
     assert lines[0].startswith("error: obs.yaml: points[1].ttft_s.p90: found "), lines[0]
 
 
+@pytest.mark.slow
 def test_a_point_past_saturation_fits_its_throughput_and_the_profile_reads_back(run_cli, tmp_path):
     """A sweep's last point offered past the plan's capacity holds its throughput alone
     (no latency is defined there); the model's is the largest rate the plan carries:
@@ -174,6 +178,7 @@ def test_the_standard_error_of_a_mean_is_the_textbook_one():
     assert got.unidentified == () and got.at_bound == ()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fit, fragment",
     [

@@ -51,6 +51,7 @@ def test_the_published_figures_are_those_of_the_system_notes(shared_dir):
     assert figures == [*cdc.values(), *pdd.values()]
 
 
+@pytest.mark.slow
 def test_the_two_plans_are_fitted_jointly_within_20_percent(run_cli, tmp_path):
     done = run_cli("calibrate", "observed", "pdd-paper", str(PLANS / "pdd-paper-pdd.yaml"),
                    str(OBSERVED), *FIT, "-o", "p.yaml", "--format", "json")  # fmt: skip
@@ -69,6 +70,7 @@ def test_the_two_plans_are_fitted_jointly_within_20_percent(run_cli, tmp_path):
     assert data["held_out"]["folds"] == 2  # each plan predicted from the other's fit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plan", sorted(PUBLISHED))
 def test_the_shipped_profile_reproduces_the_points_through_evaluate(run_cli, tmp_path, plan):
     s = yaml.safe_load((ROOT / "scenarios" / "pdd-paper.yaml").read_text())

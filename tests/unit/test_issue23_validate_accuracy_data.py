@@ -60,6 +60,7 @@ def test_trtllm_points_are_section_4b(shared_dir):
     assert typed == expected
 
 
+@pytest.mark.slow
 def test_every_modelled_point_is_replayed_with_both_kv_dtypes():
     spec = importlib.util.spec_from_file_location("accuracy", BENCH / "accuracy.py")
     accuracy = importlib.util.module_from_spec(spec)

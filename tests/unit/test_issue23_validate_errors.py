@@ -108,6 +108,7 @@ def test_itl_counts_each_gap_once(load):
     assert got["itl_p99"] >= got["tpot_p99"]
 
 
+@pytest.mark.slow
 def test_a_run_of_a_million_requests_is_replayed_with_its_first_100000(tmp_path):
     doc = _vllm(100, 1.0, 1.0, 1.0) | {"num_prompts": 1_000_000, "completed": 1_000_000,
                                        "max_concurrency": None, "request_rate": 50.0,

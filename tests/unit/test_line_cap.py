@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from tests.unit.test_infeasibility import cross_dc
@@ -40,6 +41,7 @@ def test_one_line_would_run_above_the_cap():
     assert load / (2 * one_line) < CAP
 
 
+@pytest.mark.slow
 def test_the_plan_keeps_its_line_under_the_cap(run_cli, tmp_path):
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario()))
     result = run_cli("solve", "s.yaml", "--format", "json", "--time-limit", "10")

@@ -165,6 +165,7 @@ def test_a_mixed_role_the_model_does_not_mix_is_refused(catalog, tmp_path, extra
         _setup(catalog, tmp_path, IDC % (H100_DECODE + "\n" + extra))
 
 
+@pytest.mark.slow
 def test_simulate_refuses_a_mixed_plan_in_one_line(run_cli, tmp_path):
     (tmp_path / "s.yaml").write_text(SCENARIO)
     (tmp_path / "p.yaml").write_text(IDC % (H100_DECODE + "\n" + H20_DECODE))

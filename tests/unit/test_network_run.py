@@ -121,6 +121,7 @@ def test_quantiles_are_ordered_and_within_the_run():
         r.latency_quantiles_s(1.5)
 
 
+@pytest.mark.slow
 def test_a_finer_step_changes_little():
     lk = link(connection_pool_size=40)
     x, w = log_mix(60)
@@ -133,6 +134,7 @@ def test_a_finer_step_changes_little():
 # ---------------------------------------------------------------------------- steady state
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line_frac", [0.6, 0.7, 0.8])
 def test_a_long_stable_run_agrees_with_the_steady_state(line_frac):
     """Line at 60-80 %, many flows per line (goodput / cap = 90) and a pool well above the

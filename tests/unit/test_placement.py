@@ -57,6 +57,7 @@ def test_main_decode_with_no_prefill_elsewhere_is_refused(tmp_path, catalog):
     assert "another datacenter allows prefill" in str(err.value)
 
 
+@pytest.mark.slow
 def test_the_cli_refusal_is_one_line_with_exit_2(tmp_path, run_cli):
     path = _write(tmp_path, _two_sites(["prefill", "relay_decode"], ["main_decode", "decode"]))
     for command in (["scenario", "validate"], ["solve"]):
@@ -117,6 +118,7 @@ def _cheap_far_decode(objective: str, ttft_p90_s: float = 2.0) -> dict:
     return data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", ["min_cost", "max_bcr"])
 @pytest.mark.parametrize("arch", ["idc_pd", "cdc_pd", "pdd"])
 def test_solved_plans_keep_their_architectures_placement(tmp_path, catalog, objective, arch):
@@ -131,6 +133,7 @@ def test_solved_plans_keep_their_architectures_placement(tmp_path, catalog, obje
         assert result["metrics"]["wan"]["mean_gbit_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_a_plan_file_against_its_placement_is_refused(tmp_path, catalog, run_cli):
     scenario = _write(tmp_path, _cheap_far_decode("min_cost"))
     plan = {

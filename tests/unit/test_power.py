@@ -49,12 +49,14 @@ def test_h100_facility_power_by_hand(catalog):
     assert catalog.gpus["h100_sxm"].facility_power_w(1.3) == pytest.approx(700 * 1.3)
 
 
+@pytest.mark.slow
 def test_a_budget_the_optimum_meets_changes_nothing(catalog, default, free):
     used = drawn_kw(catalog, default, free.deployment, "dc_a")
     again = run(catalog, with_power(default, "dc_a", used))
     assert again.metrics.cost_usd_per_hour == pytest.approx(free.metrics.cost_usd_per_hour)
 
 
+@pytest.mark.slow
 def test_a_budget_under_the_optimum_s_draw_has_no_plan(catalog, default, free):
     """Every dc_a plan of the default needs 72 H100 (P 2 x 24, RLD 24; the CLI test below
     checks the 65.5 kW by hand), so 90 % of that draw leaves no plan: solve must say
@@ -64,6 +66,7 @@ def test_a_budget_under_the_optimum_s_draw_has_no_plan(catalog, default, free):
     assert result.status == "infeasible" and result.deployment is None
 
 
+@pytest.mark.slow
 def test_cli_names_the_power_shortfall_by_hand(run_cli, tmp_path):
     """The default's cheapest PDD plan puts 48 H100 in dc_a (P 1 x 24 with batched prefill,
     RLD 24): 48 x 700 W x PUE 1.3 = 43.7 kW; with 40 kW the scenario is infeasible on

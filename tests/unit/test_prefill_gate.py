@@ -138,6 +138,7 @@ def test_the_feedback_weakens_with_more_instances():
         last = v
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("servers", "load_frac", "tolerance"),
                          [(1, 0.9, 0.1), (3, 0.7, 0.1), (3, 0.9, 0.2)])  # fmt: skip
 def test_the_pooled_gate_follows_the_simulator(catalog, servers, load_frac, tolerance):

@@ -82,6 +82,7 @@ def _checks_say(setup, rate: float) -> bool:
     return checks is not None and all(c["value"] <= c["limit"] for c in checks.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sla", SLAS)
 @pytest.mark.parametrize("arch", ARCHS)
 def test_meets_sla_says_what_the_snapshot_checks_say(setups, arch, sla):

@@ -89,6 +89,7 @@ def table_rows(text: str) -> list[list[str]]:
 # --- the report of a real solve -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_report_has_every_section_in_order(solved_with_report):
     _, text, _ = solved_with_report
     positions = [text.index(f"\n## {title}\n") for title in SECTIONS]
@@ -96,6 +97,7 @@ def test_the_report_has_every_section_in_order(solved_with_report):
     assert text.startswith("# Sizing report: fast\n")
 
 
+@pytest.mark.slow
 def test_the_plan_table_matches_the_json(solved_with_report):
     result, text, _ = solved_with_report
     rows = table_rows(section(text, "2. The plan"))[1:]  # header first
@@ -123,6 +125,7 @@ def test_the_plan_table_matches_the_json(solved_with_report):
     assert f"at a {policy['rld_hit_threshold']:g} hit" in section(text, "2. The plan")
 
 
+@pytest.mark.slow
 def test_the_bom_and_the_report_agree(solved_with_report):
     _, text, folder = solved_with_report
     bom = (folder / "out" / "bom.csv").read_text().splitlines()
@@ -131,6 +134,7 @@ def test_the_bom_and_the_report_agree(solved_with_report):
     assert "| **total** |" in text and f"${total_per_hour:,.2f}" in section(text, "2. The plan")
 
 
+@pytest.mark.slow
 def test_the_arithmetic_and_sla_sections_carry_the_json_figures(solved_with_report):
     result, text, _ = solved_with_report
     arithmetic = section(text, "3. What each role carries")
@@ -154,6 +158,7 @@ def test_the_arithmetic_and_sla_sections_carry_the_json_figures(solved_with_repo
         ]
 
 
+@pytest.mark.slow
 def test_the_role_arithmetic_is_evaluates_own(solved_with_report, catalog):
     """The utilisations the API adds per role are those of the metrics, for every
     architecture (the arithmetic retraces evaluate's snapshot)."""
@@ -177,6 +182,7 @@ def test_the_role_arithmetic_is_evaluates_own(solved_with_report, catalog):
         json.dumps(r, allow_nan=False)
 
 
+@pytest.mark.slow
 def test_compare_and_sensitivity_tables(solved_with_report):
     result, text, _ = solved_with_report
     compare = table_rows(section(text, "5. Architectures compared"))[1:]
@@ -200,6 +206,7 @@ def test_compare_and_sensitivity_tables(solved_with_report):
     )
 
 
+@pytest.mark.slow
 def test_out_holds_the_same_report(solved_with_report):
     _, text, folder = solved_with_report
     out = folder / "out"
@@ -229,6 +236,7 @@ def test_the_assumptions_module_and_the_readme_table_agree():
     assert readme_assumption_rows() == [tuple(a) for a in ASSUMPTIONS]
 
 
+@pytest.mark.slow
 def test_the_report_lists_the_assumptions_that_apply_to_its_plan(solved_with_report):
     _, text, _ = solved_with_report
     body = section(text, "8. Assumptions and the direction of their bias")
@@ -352,6 +360,7 @@ def test_explains_binding_limits_and_relaxations_are_tabled(default, golden_data
                            "relay_decode dc_a h100_sxm x24: 1 -> 0"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_solved_report_includes_explain_when_it_exists(solved_with_report):
     _, text, _ = solved_with_report
     explain = section(text, "6. Explain")
@@ -374,6 +383,7 @@ def test_rendering_refuses_an_unsolved_result(default, golden_data):
 # --- files only on success ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_infeasible_scenario_exits_3_and_writes_nothing(run_cli, tmp_path):
     text = fast_scenario_text().replace("max_gpus: 512", "max_gpus: 4")
     (tmp_path / "tiny.yaml").write_text(text)

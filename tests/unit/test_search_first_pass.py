@@ -148,6 +148,7 @@ def _walk(catalog, s, monkeypatch, *, ceilings=True, raise_sizing=False, prune=T
     return taken, asked, out
 
 
+@pytest.mark.slow
 def test_the_ceilings_keep_every_best_and_its_order(catalog, default, monkeypatch):
     taken, asked, out = _walk(catalog, default, monkeypatch)
     ref_taken, ref_asked, ref = _walk(catalog, default, monkeypatch, ceilings=False)

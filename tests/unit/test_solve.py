@@ -83,6 +83,7 @@ def test_adding_a_gpu_type_never_costs_more(catalog, default):
     assert wide <= narrow + 1e-9
 
 
+@pytest.mark.slow
 def test_a_robust_plan_meets_the_sla_under_every_hit_rate_distribution(catalog):
     """pdd-paper gives a `narrow` alternative to its skewed hit-rate mix: the plan meets
     the SLA under both, and costs no less than the plan for the skewed mix alone."""
@@ -116,6 +117,7 @@ def test_infeasible_when_nothing_fits(catalog, default):
     assert "weights do not fit" in str(err.value)
 
 
+@pytest.mark.slow
 def test_cli_solve_json_equals_api_and_dumps_a_readable_lp(run_cli, tmp_path):
     result = run_cli("solve", "default", "--format", "json", "--dump-lp", "plan.lp")
     assert result.returncode == 0, result.stderr
@@ -129,6 +131,7 @@ def test_cli_solve_json_equals_api_and_dumps_a_readable_lp(run_cli, tmp_path):
     assert "prefill_capacity_covers_its_demand" in lp and "line_capacity_covers_the_wan_bytes" in lp
 
 
+@pytest.mark.slow
 def test_cli_solve_infeasible_exits_3(run_cli, tmp_path):
     text = resolve_scenario_path("default").read_text().replace("max_gpus: 512", "max_gpus: 4")
     (tmp_path / "tiny.yaml").write_text(text)

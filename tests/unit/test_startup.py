@@ -54,6 +54,7 @@ def test_light_commands_load_neither_the_optimiser_nor_scipy(args):
     assert result["modules"] == []
 
 
+@pytest.mark.slow
 def test_the_probe_sees_heavy_modules_when_they_are_loaded():
     """The probe can fail: a command that needs scipy (the workload's lognormal) shows
     it, and the optimiser's modules show when they are in the process."""

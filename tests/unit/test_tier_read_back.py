@@ -54,6 +54,7 @@ def _at(s, base, read_bytes_per_s):
     return prepare(s, d, cat.model_for(s), cat.gpus, cat.lines)
 
 
+@pytest.mark.slow
 def test_a_slower_tier_delays_the_first_token_in_the_closed_form_and_the_simulator(case):
     """A tier read at 0.5 GB/s a GPU (an SSD read in small scattered blocks): a median
     resident request's ~3,600 cached tokens (4,000 x a ~0.9 hit) take 3,600 x 262,144 /

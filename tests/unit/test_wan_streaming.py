@@ -255,6 +255,7 @@ def _scenario_with(tmp_path, lines: str):
     (tmp_path / "plan.yaml").write_text(plan.read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("line", "message"),
     [
