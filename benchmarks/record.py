@@ -19,6 +19,7 @@ import argparse
 import ast
 import datetime
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -31,9 +32,9 @@ RESULTS = HERE / "results"
 
 
 def title(script: Path) -> str:
-    """The first line of the benchmark's docstring, read without importing it."""
+    """The first paragraph of the benchmark's docstring, read without importing it."""
     doc = ast.get_docstring(ast.parse(script.read_text())) or script.stem
-    return doc.strip().splitlines()[0].rstrip(".")
+    return " ".join(doc.strip().split("\n\n")[0].split()).rstrip(".")
 
 
 def commit() -> str:
@@ -59,14 +60,14 @@ def load() -> str:
 
 
 def page(name: str, args: list[str], printed: str, markdown: bool, facts: dict) -> str:
-    command = " ".join(["python", f"benchmarks/{name}.py", *args])
+    command = shlex.join(["python", f"benchmarks/{name}.py", *args])
     head = (
         f"# {facts['title']}\n\n"
         f"`{command}`: pdd-plan {facts['version']}, commit {facts['commit']}, "
         f"{facts['date']}; {os.cpu_count()} CPUs, load average (1 / 5 / 15 min) "
         f"{facts['load_before']} before and {facts['load_after']} after; "
-        f"{facts['wall_s']:.0f} s of wall time. Written by `python benchmarks/record.py "
-        f"{name}` (do not edit by hand: run it again).\n\n"
+        f"{facts['wall_s']:.0f} s of wall time. Written by `{facts['recorded_by']}` (do not "
+        "edit by hand: run it again).\n\n"
     )
     body = printed.rstrip("\n")
     return head + (body + "\n" if markdown else f"```text\n{body}\n```\n")
@@ -96,7 +97,8 @@ def main(argv: list[str]) -> int:
     if not script.is_file() or args.name == "record":
         parser.error(f"no benchmark {script}")
     facts = {"title": title(script), "version": version(), "commit": commit(),
-             "date": datetime.date.today().isoformat(), "load_before": load()}  # fmt: skip
+             "date": datetime.date.today().isoformat(), "load_before": load(),
+             "recorded_by": shlex.join(["python", "benchmarks/record.py", *argv])}  # fmt: skip
     start = time.perf_counter()
     done = subprocess.run([sys.executable, str(script), *theirs], cwd=REPO,
                           stdout=subprocess.PIPE, text=True)  # fmt: skip
