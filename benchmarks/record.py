@@ -3,14 +3,16 @@
     python benchmarks/record.py NAME [--as FILE] [--markdown] [-- ARGS...]
 
 Runs `python benchmarks/NAME.py ARGS` from the repository root and writes
-benchmarks/results/FILE.md (default NAME.md): the benchmark's title (the first line of its
-docstring), the command, the tool's version and commit, the date, the machine (CPUs and
+benchmarks/results/FILE.md (default NAME.md): the benchmark's title (the first paragraph of
+its docstring), the command, the tool's version and commit, the date, the machine (CPUs and
 load average before and after: timings on a shared machine are only as steady as it was)
 and the wall time, then what the benchmark printed on stdout: as it is with --markdown
 (the benchmark prints Markdown), else in a text block. The documentation includes these
 files (`--8<--` in docs/*.md, with `check_paths`), so a timing or a table in the docs is
-what the last run printed, never a figure typed by hand. The file is written whole or not
-at all, and not at all when the benchmark fails (its exit status is passed on).
+what the last run printed, never a figure typed by hand. Its first line is the title and
+its third the provenance, so a page with a heading of its own includes it from line 3
+(`--8<-- "benchmarks/results/NAME.md:3:"`). The file is written whole or not at all, and
+not at all when the benchmark fails (its exit status is passed on).
 """
 
 from __future__ import annotations
