@@ -337,7 +337,7 @@ def _compare(data: dict) -> list[str]:
     if choice and capped_note(choice, data["result"]["metrics"]["offered_rps"]):
         out += ["", "BCR here counts every request served within the SLA; the Summary's ratio "
                 "is the one `solve` ranks by, which counts goodput only up to a multiple of the "
-                "offered rate (README: how the optimiser works)."]  # fmt: skip
+                "offered rate (docs/optimiser.md)."]  # fmt: skip
     return out
 
 

@@ -217,17 +217,14 @@ def test_out_holds_the_same_report(solved_with_report):
 # --- assumptions --------------------------------------------------------------------
 
 
-def docs_assumption_rows() -> list[tuple[str, str]]:
-    """The table of docs/assumptions.md (it moved there from the README, issue #24)."""
+def test_the_docs_page_shows_the_packages_assumptions_table_whole():
+    """One source (issue #24): the docs page includes the table the report reads."""
     page = (REPO / "docs" / "assumptions.md").read_text()
-    body = page.split("# Assumptions and limits\n", 1)[1].split("\n## ", 1)[0]
-    rows = table_rows(body)
-    assert rows[0] == ["assumption", "bias"]
-    return [tuple(r) for r in rows[1:]]
-
-
-def test_the_assumptions_module_and_the_docs_table_agree():
-    assert docs_assumption_rows() == [tuple(a) for a in ASSUMPTIONS]
+    assert '--8<-- "pdd_plan/report/assumptions.md"' in page
+    table = table_rows((REPO / "pdd_plan" / "report" / "assumptions.md").read_text())
+    assert table[0] == ["assumption", "bias"]
+    assert [tuple(r) for r in table[1:]] == [tuple(a) for a in ASSUMPTIONS]
+    assert len(ASSUMPTIONS) >= 70 and all(a and b for a, b in ASSUMPTIONS)
 
 
 def test_the_report_lists_the_assumptions_that_apply_to_its_plan(solved_with_report):
