@@ -9,7 +9,6 @@ meets the SLA; `evaluate` puts it together.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from pdd_plan.model.decode.mixed_pool import (
     weighted_dict,
     weighted_mean,
 )
-from pdd_plan.model.decode.tpot import TpotRows, weighted_quantiles_dict
+from pdd_plan.model.decode.tpot import weighted_quantiles_dict
 from pdd_plan.model.decode_side import decode_side
 from pdd_plan.model.metrics import Metrics
 from pdd_plan.model.network.network import wan_transfer
@@ -53,42 +52,10 @@ from pdd_plan.model.setup import (  # noqa: F401  (re-exported: the evaluate API
     deployment_cost_usd_per_hour,
     prepare,
 )
+from pdd_plan.model.snapshot import Snapshot
 from pdd_plan.model.tpot_rows import tpot_rows
 
 QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """The system at one arrival rate."""
-
-    arrival_rate_per_s: float
-    ttft_s: dict[str, float]
-    tpot_s: dict[str, float]
-    max_gap_s: float
-    wan_mean_bits_per_s: float
-    wan_utilization_frac: float
-    wan_pool_utilization_frac: float
-    wan_transfer_s: dict[str, float]
-    rld_token_share_frac: float
-    utilization_frac: dict[str, float]
-    ttft_groups: tuple[LatencyGroup, ...]
-    tpot_rows: TpotRows
-    largest_gap_s: dict[str, float] = None  # percentiles of each request's largest gap
-    relay_overflow_frac: float = 0.0  # share of RLD-bound requests sent P -> MD instead
-    decode_admission_wait_s: float = 0.0  # mean wait for a slot of the finishing role
-    handoff_s: dict = None  # mean of each part of the handoff (model/decode/handoff.py)
-    decode_groups: tuple[GroupLoad, ...] = ()  # a mixed decode role, group by group
-
-    @property
-    def mixed(self) -> bool:
-        return len(self.decode_groups) > 1
-
-    def ttft_quantile_s(self, q: float) -> float:
-        return grouped_quantiles_s([q], self.ttft_groups)[0]
-
-    def tpot_quantile_s(self, q: float) -> float:
-        return self.tpot_rows.quantiles(self.tpot_rows.tpot_cdf, [q])[0]
 
 
 def _prefill(setup: Setup, rate: float) -> tuple[np.ndarray, WaitModel, float]:

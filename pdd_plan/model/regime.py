@@ -34,8 +34,8 @@ def regime_warnings(snap) -> tuple[str, ...]:
         out.append(
             f"{', '.join(full)} at {max(decode[r] for r in full):.0%} of its slots: the wait "
             "for a decode slot rises steeply this close to capacity and long simulated runs "
-            "put it above this model's (README: the simulator and how well the closed forms "
-            "agree); plan below "
+            "put it above this model's (docs/agreement.md: how well the closed forms agree "
+            "with the simulator); plan below "
             f"{DECODE_TRUST_LIMIT_FRAC:.0%}"
         )
     return tuple(out)

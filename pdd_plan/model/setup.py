@@ -156,6 +156,14 @@ def power_usd_per_gpu_hour(scenario: Scenario, gpu: Gpu) -> float:
     return kw * scenario.costs.power_usd_per_kwh
 
 
+def gpu_usd_per_gpu_hour(scenario: Scenario, offer, gpu: Gpu) -> float:
+    """What one GPU of a datacenter's `offer` costs an hour: its rental, plus its electricity
+    when `costs.include_power`. The one price the optimiser's candidates, its search space
+    and the bill (`cost_items`, which lists the two parts apart) all use."""
+    power = power_usd_per_gpu_hour(scenario, gpu) if scenario.costs.include_power else 0.0
+    return offer.price_usd_per_gpu_hour + power
+
+
 def gpus_by_datacenter(deployment: Deployment) -> dict[tuple[str, str], int]:
     """GPUs in use per (datacenter, GPU type): what is packed onto orderable nodes."""
     used: dict[tuple[str, str], int] = {}

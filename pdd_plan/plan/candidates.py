@@ -20,6 +20,7 @@ from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, RoutingPolicy, scenario_routing
 from pdd_plan.model.queueing.prefill_batch import prefill_capacity_rps
 from pdd_plan.model.scenario import Scenario
+from pdd_plan.model.setup import gpu_usd_per_gpu_hour
 from pdd_plan.model.workload.workload import RequestClasses
 
 DEFAULT_NODE_MULTIPLES = (1, 2, 3, 4)  # instance shapes: 1..4 nodes, plus 1, 2, 4 GPUs
@@ -150,7 +151,7 @@ def candidates(
                         model, gpu, n, scenario.kv_dtype, scenario.weight_dtype,
                         engine_profile=scenario.engine.profile,
                     )  # fmt: skip
-                    price = n * offer.price_usd_per_gpu_hour
+                    price = n * gpu_usd_per_gpu_hour(scenario, offer, gpu)  # power too, if on
                     power_w = n * gpu.facility_power_w(scenario.costs.pue)
                     why = _over_power(dc, power_w)
                     if not why and not inst.fits():

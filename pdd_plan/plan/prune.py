@@ -171,3 +171,11 @@ def instance_groups(picks, counts) -> list[InstanceGroup]:
         InstanceGroup(ch.role, ch.datacenter, ch.gpu, ch.gpus_per_instance, n)
         for ch, n in zip(picks, counts, strict=True)
     ]
+
+
+def box_successors(at: tuple[int, ...], limits: tuple[int, ...]):
+    """Each tuple of the box once: raise one coordinate at or after the last nonzero one."""
+    last = max((i for i, v in enumerate(at) if v), default=0)
+    for i in range(last, len(at)):
+        if at[i] + 1 < limits[i]:
+            yield at[:i] + (at[i] + 1,) + at[i + 1 :]

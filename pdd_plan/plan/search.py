@@ -1,37 +1,13 @@
 """The exact search behind `solve`: plans in order of cost, each checked with `evaluate`.
 
-A plan is a routing policy, one (datacenter, GPU, instance shape) and a count per role,
-and a number of lines of each tier (space.py lists what the scenario allows). The search
-walks every such plan in increasing cost, so the first plan that meets the SLA at the
-demand is the cheapest (min cost), and for ratios every plan that could still beat the
-best is checked before the walk stops (`Goal`). Three things keep the walk short, each a
-proof and not a guess:
-
-1. bounds.py: a candidate needs at least `min_count(rate)` instances (saturation, TTFT,
-   TPOT), n instances carry at most `max_rate(n)`, and the lines must out-carry the WAN
-   bytes, whatever the rest of the plan is; a plan whose ceiling (the least of these) is
-   below the rate it must carry is skipped unevaluated;
-2. monotonicity (the assumption stated in solve.py): more instances of the same type and
-   shape, or more line capacity, never break an SLA that held. So if a group (policy and
-   one candidate per role) fails at its "corner" (every role at the most instances, and
-   the most line capacity, that any of its plans cheaper than the limit could have), all
-   its plans fail; the same for the line options of one set of counts. Among line mixes,
-   one with no more capacity and no lower cost than another is dropped;
-3. the walk stops at the cost at which no plan can beat the best (`Goal.limit`).
-A plan is acceptable when it meets the SLA and, at the rate every plan must carry
-(`Goal.floor_rps`), runs its line and every GPU role within `policy.utilization_cap_frac`
-(ceilings.line_within_cap, role_cap.py). The cap only removes plans, so 1 and 3 hold as
-they are; the corners of 2 are asked about the SLA alone (no monotonicity of a GPU role's
-load in the line or in the other roles' counts is assumed), and `meets` asks the cap
-before the SLA, once per plan (the loads cost less than the percentiles). One count is
-sized by the cap, as a proof: a batched prefill pool's load depends on its own count alone
-and falls as it grows, so a group's plans start at the fewest prefill instances within the
-cap (`_capped`).
-Seeds (the MILP's verified plans) only set the first limit; the result never depends on them.
-The proofs of 1 and 2 are in prune.py, the objective in goal.py. A row (one set of counts)
-that no affordable line lifts above its ceiling is dead, and its bigger lines are not even
-queued; every other entry keeps its place, so plans of equal cost are met in the same order
-whatever the bounds prune (that order decides ties).
+A plan is a routing policy, one (datacenter, GPU, instance shape) and a count per role, and
+lines per tier (space.py). The walk goes in increasing cost, so the first plan meeting the
+SLA at the demand is the cheapest, and for ratios every plan that could still beat the best
+is checked before it stops (`Goal`). It is kept short by proofs, not guesses: bounds.py's
+per-candidate floors and ceilings, monotonicity (more instances or line never break an SLA
+that held: a group failing at its corner fails whole), the goal's cost limit, and the
+utilisation cap asked before the SLA once per plan (`_capped` sizes prefill by it). The
+whole argument, with where each proof lives: docs/optimiser.md, "Why the search is exact".
 """
 
 from __future__ import annotations
@@ -56,7 +32,7 @@ from pdd_plan.plan.goal import (  # noqa: F401 (the names also read from here)
     Goal,
     Outcome,
 )
-from pdd_plan.plan.prune import RECHECK_REL, Pruning, instance_groups  # noqa: F401
+from pdd_plan.plan.prune import RECHECK_REL, Pruning, box_successors, instance_groups  # noqa: F401
 from pdd_plan.plan.role_cap import fewest_within_cap, roles_within_cap
 from pdd_plan.plan.space import Space, Spaces
 
@@ -302,7 +278,7 @@ class Search(Pruning):
             sp = self.spaces[si]
             picks = tuple(sp.choices[r][i] for r, i in enumerate(picks_at))
             if kind == "group":
-                for nxt in _successors(picks_at, tuple(len(c) for c in sp.choices)):
+                for nxt in box_successors(picks_at, tuple(len(c) for c in sp.choices)):
                     push(self._group_cost(sp, nxt), "group", si, nxt, None)
                 key = (id(sp), picks)
                 rate = self.goal.threshold(cost)
@@ -332,7 +308,7 @@ class Search(Pruning):
                 continue  # its successors only add instances: they break the same limit
             row_dead = self._row_dead(sp, picks, counts, where[-1], cost)
             spans = tuple(ch.max_count - b + 1 for ch, b in zip(picks, base, strict=True))
-            for nxt in _successors(where, (*spans, len(sp.lines))):
+            for nxt in box_successors(where, (*spans, len(sp.lines))):
                 if row_dead and self.prune_dead_lines and nxt[:-1] == where[:-1]:
                     # a bigger line for a row no affordable line lifts: that plan, and the
                     # bigger lines after it (its only successors), fail; the other entries
@@ -417,11 +393,3 @@ def _stop_reason(steps: int, evaluations: int, budget: int, deadline: float) -> 
     if evaluations >= budget:
         return STOP_EVALUATIONS
     return STOP_STEPS if steps > MAX_STEPS else ""
-
-
-def _successors(at: tuple[int, ...], limits: tuple[int, ...]):
-    """Each tuple of the box once: raise one coordinate at or after the last nonzero one."""
-    last = max((i for i, v in enumerate(at) if v), default=0)
-    for i in range(last, len(at)):
-        if at[i] + 1 < limits[i]:
-            yield at[:i] + (at[i] + 1,) + at[i + 1 :]

@@ -20,6 +20,7 @@ from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES, Deployment, InstanceGroup, LineLease
 from pdd_plan.model.network.network import WanLink
 from pdd_plan.model.placement import placement_problem
+from pdd_plan.model.setup import gpu_usd_per_gpu_hour
 from pdd_plan.plan import bounds as bd
 from pdd_plan.plan.candidates import shapes
 from pdd_plan.plan.formulate import line_price_usd_per_hour
@@ -145,9 +146,7 @@ class Spaces:
         return most, limit
 
     def per_gpu_hour(self, offer) -> float:
-        costs = self.scenario.costs
-        power = self.power_w(offer.gpu) / 1e3 * costs.power_usd_per_kwh
-        return offer.price_usd_per_gpu_hour + (power if costs.include_power else 0.0)
+        return gpu_usd_per_gpu_hour(self.scenario, offer, self.gpus[offer.gpu])
 
     def space(self, policy) -> Space:
         s, rate = self.scenario, self.floor_rps

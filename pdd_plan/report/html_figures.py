@@ -242,7 +242,7 @@ def _captions(series: dict, ratio, metric_name: str, n_plans: int) -> dict[str, 
     if ratio and (low := _lowest(ratio[1])):
         lows.append(f"the ratio ({ratio[0]}) lowest at {low[0]:.2f}")
     valley_text = ("In this model: " + "; ".join(lows) + ". The published valley is near 0.70 "
-                   "(PDD technical report, Infinigence, WAIC 2026; README: the bathtub). "
+                   "(PDD technical report, Infinigence, WAIC 2026; docs/bathtub.md). "
                    if lows else "No point has a plan. ")  # fmt: skip
     return {
         "bathtub": "BCR (goodput req/s per $/h) of the optimal plan when the hit-rate "

@@ -283,6 +283,11 @@ def _sla(data: dict) -> list[str]:
     return out
 
 
+def _ms(seconds: float | None) -> float | None:
+    """Milliseconds; None (a percentile the queue does not reach: saturated) stays None."""
+    return None if seconds is None else seconds * 1e3
+
+
 def _compare(data: dict) -> list[str]:
     entries = data["compare"]["architectures"]
     by_arch = {e["architecture"]: e for e in entries}
@@ -313,7 +318,7 @@ def _compare(data: dict) -> list[str]:
                 num(m["bcr_rps_per_usd_hour"], 4),
                 "-" if ratio is None else f"{ratio:.3f}",
                 " / ".join(num(m["ttft_s"][q]) for q in QUANTILES),
-                " / ".join(num(m["tpot_s"][q] * 1e3) for q in QUANTILES),
+                " / ".join(num(_ms(m["tpot_s"][q])) for q in QUANTILES),
                 f"{num(wan['mean_gbit_per_s'])} ({pct(wan['utilization_frac'])})"
                 if wan["mean_gbit_per_s"]
                 else "-",
@@ -332,7 +337,7 @@ def _compare(data: dict) -> list[str]:
     if choice and capped_note(choice, data["result"]["metrics"]["offered_rps"]):
         out += ["", "BCR here counts every request served within the SLA; the Summary's ratio "
                 "is the one `solve` ranks by, which counts goodput only up to a multiple of the "
-                "offered rate (README: how the optimiser works)."]  # fmt: skip
+                "offered rate (docs/optimiser.md)."]  # fmt: skip
     return out
 
 

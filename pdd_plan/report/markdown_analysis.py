@@ -197,8 +197,8 @@ def assumptions_section(rows=None) -> list[str]:
     rows = ASSUMPTIONS if rows is None else rows
     left_out = len(ASSUMPTIONS) - len(rows)
     note = (f" ({left_out} more, about models, architectures or mechanisms this plan does not "
-            "use, or about the optimiser's internals that change no answer, are in the README's "
-            "assumptions table)" if left_out else "")  # fmt: skip
+            "use, or about the optimiser's internals that change no answer, are in the docs' "
+            "assumptions table, docs/assumptions.md)" if left_out else "")  # fmt: skip
     return [
         "Each assumption of the models and the optimiser that applies to this plan, with the "
         f"direction it biases the figures above{note}:",

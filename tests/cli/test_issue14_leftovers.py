@@ -106,7 +106,7 @@ def test_a_dense_model_planned_in_one_datacenter_gets_no_foreign_assumption(cata
     for start in (*MODEL_ROWS, *LINE_ROWS, *PDD_ROWS, *UNUSED_ROWS, "KV dtype applies",
                   "Embeddings, LM"):  # fmt: skip
         assert not _has(rows, start), start
-    # what holds for every plan stays, in the README's order
+    # what holds for every plan stays, in the assumptions table's order
     for start in ("Input length, output length", "One GPU type", "The slot wait"):
         assert _has(rows, start), start
     assert rows == [r for r in ASSUMPTIONS if r in rows]

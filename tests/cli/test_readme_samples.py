@@ -1,4 +1,5 @@
-"""Issue #14 item 15: the README's sample outputs are the real ones.
+"""Issue #14 item 15: the sample outputs of the README and of the docs pages (docs/*.md,
+issue #24) are the real ones.
 
 A sample is a fenced block right after a comment naming its command:
 
@@ -12,8 +13,8 @@ Each is run in a fixed terminal (100 columns, no colour, no progress bars, from 
 directory) and compared with the block line by line, trailing spaces stripped. The one
 figure no two runs share, a solve's wall time ("solved in 5.3 s"), is masked on both sides.
 
-After a change that moves a sample (a model, a table), rewrite the blocks with the real
-output and read the diff before committing it:
+After a change that moves a sample (a model, a table), rewrite the blocks of every file
+with the real output and read the diff before committing it:
 
     .venv/bin/python tests/cli/test_readme_samples.py --update
 """
@@ -30,6 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+DOCS = REPO / "docs"
 COLUMNS = "100"  # the width the README's tables are printed at
 SAMPLE = re.compile(r"<!-- sample: (?P<command>[^\n]+?) -->\n```[^\n]*\n(?P<body>.*?)^```$",
                     re.S | re.M)  # fmt: skip
@@ -39,6 +41,11 @@ VOLATILE = ((re.compile(r"solved in \d+(?:\.\d+)? s"), "solved in <wall time> s"
 
 def samples(text: str) -> list[re.Match]:
     return list(SAMPLE.finditer(text))
+
+
+def sample_files() -> list[Path]:
+    """The README and every docs page: the files whose samples are checked."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
 
 
 def _cli() -> list[str]:
@@ -92,16 +99,27 @@ def update(text: str, cwd: Path) -> str:
 
 
 def test_every_readme_sample_is_the_real_output(tmp_path):
-    found = samples(README.read_text())
-    commands = [m["command"] for m in found]
-    # the first example (the default solve) is one of them
-    assert "pdd-plan solve" in commands, commands
-    for m in found:
-        real = run_sample(m["command"], tmp_path)
-        assert comparable(shown_output(m["command"], m["body"])) == comparable(real), (
-            f"README sample `{m['command']}` is stale: rerun "
-            "`.venv/bin/python tests/cli/test_readme_samples.py --update`"
-        )
+    # the first example (the default solve) is the README's
+    assert "pdd-plan solve" in [m["command"] for m in samples(README.read_text())]
+    checked = 0
+    for path in sample_files():
+        for m in samples(path.read_text()):
+            real = run_sample(m["command"], tmp_path)
+            assert comparable(shown_output(m["command"], m["body"])) == comparable(real), (
+                f"{path.relative_to(REPO)}: sample `{m['command']}` is stale: rerun "
+                "`.venv/bin/python tests/cli/test_readme_samples.py --update`"
+            )
+            checked += 1
+    assert checked >= 3  # the README's solve, the docs' compare and model show at least
+
+
+def test_the_docs_pages_are_searched_for_samples():
+    pages = sample_files()
+    assert pages[0] == README and len(pages) > 1
+    assert all(p.suffix == ".md" and DOCS in p.parents for p in pages[1:])
+    # a docs page's sample is found as the README's are
+    found = {m["command"] for p in pages[1:] for m in samples(p.read_text())}
+    assert "pdd-plan model show deepseek_v4_pro --kv-dtype fp8" in found, found
 
 
 def test_a_stale_sample_is_caught_and_update_rewrites_it(tmp_path):
@@ -132,5 +150,8 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
         sys.exit("usage: python tests/cli/test_readme_samples.py --update")
     with tempfile.TemporaryDirectory() as folder:
-        README.write_text(update(README.read_text(), Path(folder)))
-    print(f"rewrote {len(samples(README.read_text()))} sample blocks in {README}")
+        for path in sample_files():
+            text = path.read_text()
+            if samples(text):
+                path.write_text(update(text, Path(folder)))
+                print(f"rewrote {len(samples(text))} sample blocks in {path.relative_to(REPO)}")

@@ -3,8 +3,8 @@
 1. A step-time CSV cell of 1e308 tokens (or requests) was accepted by the reader and
    overflowed the fit's FLOP and byte products: a traceback ("token counts must be >= 0",
    "Residuals are not finite"). Bad input is one line naming file, line and column
-   (README: "a calibration input that is ... mistyped, negative or non-finite is one line
-   naming file, line or key"); cells now have a ceiling, 1e9, past any iteration.
+   (docs/guarantees.md: "a calibration input that is ... mistyped, negative or non-finite
+   is one line naming file, line or key"); cells now have a ceiling, 1e9, past any iteration.
 2. Latencies of 1e308 ms gave a profile with `cv_error_frac` 2.8e301, which the
    profile loader then refused (its ceiling was 100): a file the tool wrote did not read
    back. The cross-validated error is information about the fit, used in no arithmetic:

@@ -3,7 +3,7 @@
 1. A GPU entry with a peak of 1e-5 TFLOP/s (a slip of units, or a fuzzed value) made
    `evaluate` end in a traceback (scipy's brentq: "f(a) and f(b) must have different
    signs"): a decode step of days is past the range the TPOT percentile search brackets.
-   Bad input never gives a traceback (README); the catalog now has a physical floor for
+   Bad input never gives a traceback (docs/guarantees.md); the catalog now has a physical floor for
    peak dense compute, 1 TFLOP/s (a hundredth of the slowest shipped GPU), so the file is
    refused in one line per figure naming file, key, value and range.
 2. An overlay whose `models` (or `gpus`) is a file, not a folder, was accepted and changed

@@ -3,12 +3,12 @@
 1. A numeric option given text that is no number (`--jobs abc`, `--isl 0x10`, `--time-limit
    ''`, an integer option given `1e309`) was refused by typer's converter in its own words
    ("Invalid value for '--jobs': Input should be a valid integer"): exit 2, but the line
-   named neither the value found nor the range the option's --help documents. The README
+   named neither the value found nor the range the option's --help documents. docs/guarantees.md
    promises one line per problem "naming the file, the key path, the value found and the
    value expected", and that every numeric option's range is "checked before any file is
    read" with that range in the message.
 2. `compare` on a scenario where no architecture has a plan exited 0 with a table of
-   "infeasible" rows: the exit code must be the truth (README: 3 infeasible, always a
+   "infeasible" rows: the exit code must be the truth (docs/guarantees.md: 3 infeasible, always a
    proof; 5 not proven), as `solve` exits on the same scenario.
 """
 

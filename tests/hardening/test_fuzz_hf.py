@@ -5,7 +5,7 @@ the models built on their code) put the experts on every k-th layer only; the im
 read the key and dropped its value, so a config with k = 2 was imported with experts on
 every layer (twice its routed weights), silently, and k = 0, 1.5 or "2" was accepted.
 A `moe_intermediate_size` of 0 was replaced by the dense `intermediate_size`, silently.
-The README promises that `model import` refuses a config it would model wrongly, naming
+docs/guarantees.md promises that `model import` refuses a config it would model wrongly, naming
 its key. The layer rule is the engines' own:
   Qwen: layer i is MoE iff (i + 1) % decoder_sparse_step == 0 (transformers'
         Qwen2MoeDecoderLayer / Qwen3MoeDecoderLayer / Qwen3NextDecoderLayer);

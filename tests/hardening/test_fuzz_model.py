@@ -4,7 +4,7 @@ found wrong by fuzzing.
 An attention (or FFN) type with one bad figure (`num_heads: 1.5`) gave two lines: the
 figure, and then `layers[0].attention: found 'full'; expected a known attention type id`
 for every layer group naming the type, although the file declares it: one problem, one
-line (README). A name the file does not declare is still refused with a did-you-mean.
+line (docs/guarantees.md). A name the file does not declare is still refused with a did-you-mean.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 1. A plan the model refuses after the loader read it (two groups for a role it does not
    mix; a decode shape whose HBM cannot hold one request beside the weights) gave
    `error: plan: plan.instances: ...`: the file named was the word `plan`, not the plan
-   file, although the README promises every line names the file (the model cannot know
+   file, although docs/guarantees.md promises every line names the file (the model cannot know
    the path; the command that read the file now names it).
 2. `decode_cache: {tier: none, tb: .nan}` gave two lines, the bad `tb` and then `tier:
    found 'none'; expected a known cache tier id`, although `none` is the documented tier

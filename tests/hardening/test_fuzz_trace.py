@@ -1,7 +1,7 @@
 """Bug hunt (round 21, helper hb): trace rows found wrong by fuzzing `trace analyze`.
 
 An Azure CSV timestamp written as a date before 1970 (`0001-01-01 00:00:00`) is a negative
-number of seconds since the epoch; it was accepted (exit 0), although the README promises
+number of seconds since the epoch; it was accepted (exit 0), although docs/guarantees.md promises
 "a timestamp outside 0-1e12 s is one error naming the line", as the same instant written
 in seconds (`-62135596800`) already is.
 """

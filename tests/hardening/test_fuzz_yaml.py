@@ -2,7 +2,7 @@
 
 1. A raw control character in a YAML file (a BEL or an ESC pasted into a description) was
    `found invalid YAML (ReaderError)`: no line, no column, no character, where every other
-   syntax error names its line and column (README: one line naming the file, the place,
+   syntax error names its line and column (docs/guarantees.md: one line naming the file, the place,
    the value found and the value expected).
 2. YAML 1.1's base-60 numbers: `arrival_rate_per_s: 1:30` was read as 90 req/s, silently,
    and `name: 12:30` was refused as "found 750". The loader already reads implicit types as

@@ -295,7 +295,7 @@ def test_an_interrupted_out_never_leaves_a_mixed_folder(tmp_path):
     assert_no_traceback(done)
     names = {p.name for p in out.iterdir()}
     finished = {"sweep.csv", "sweep.json", "run.json"} <= names and "plan.json" not in names
-    # the one file an unfinished sweep adds is its journal, kept for --resume (README)
+    # the one file an unfinished sweep adds is its journal, kept for --resume (docs/reports.md)
     untouched = {k: v for k, v in checksums(out).items() if k != ".sweep-journal.jsonl"}
     assert untouched == before or finished, (names, done.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "tiny.yaml"]  # no temp left

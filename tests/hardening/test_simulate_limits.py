@@ -56,7 +56,7 @@ def paper_plan_with(tmp_path: Path, role: str, gpus: int, name: str = "plan.yaml
 
 # --- 17: evaluate and simulate refuse the same plan -----------------------------------
 
-# DeepSeek-V4-Pro's weights are 790.8 GiB (README); 8 H100s hold 8 x 80 GB = 640 GB and 4
+# DeepSeek-V4-Pro's weights are 790.8 GiB (`model show`); 8 H100s hold 8 x 80 GB = 640 GB and 4
 # H200s 4 x 141 GB = 564 GB: neither instance holds the weights, let alone a request.
 NO_ROOM = [("relay_decode", 8, "relay_decode on 8 x h100_sxm"),
            ("main_decode", 4, "main_decode on 4 x h200_sxm")]  # fmt: skip

@@ -1,6 +1,6 @@
 """Issue #22 point 8, the report's assumptions: exactly the rows of the plan's model,
 architecture and mechanisms in use, and none that names a file or an internal of the
-optimiser that changes no answer (those the README keeps)."""
+optimiser that changes no answer (those docs/assumptions.md keeps)."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def test_a_qwen3_235b_plan_gets_no_other_models_attention_row(tmp_path, catalog)
 
 
 def test_no_row_shown_names_a_file_or_changes_no_answer(catalog, default):
-    # from the README's own table: rows whose bias says they change no answer, or that
-    # name a file of the repository
+    # from the assumptions table (docs/assumptions.md): rows whose bias says they change no
+    # answer, or that name a file of the repository
     hidden = {a for a, b in ASSUMPTIONS if b.startswith(("none on answers", "none (exact"))
               or re.search(r"tests/|\.py\b", a + b)}  # fmt: skip
     assert len(hidden) >= 4  # the four of the search, the verdict and HiGHS

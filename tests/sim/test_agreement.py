@@ -51,7 +51,7 @@ KNOWN_MISSES = {
     # IDC-PD's decode at 94 % of its slots: the closed form's slot queue (Erlang-C over 120
     # slots) waits 2.6 % of requests 0.48 s on average, the simulator's hardly any, and the
     # batched prefill's P90 is 17 % long here: +42 % / +24 % on TTFT P90 / P99 at 60,000
-    # requests (README, the agreement's misses)
+    # requests (docs/agreement.md, its misses)
     ("paper idc_pd kv-all 0.95", "ttft_p90"),
     ("paper idc_pd kv-all 0.95", "ttft_p99"),
 }

@@ -2,8 +2,8 @@
 
 The decode engine takes its arrival and handoff events a chunk at a time and keeps its
 per-request state and step segments in flat arrays, so a run's peak memory grows by a
-fixed number of bytes per request (README: at most `BOUND_BYTES_PER_REQUEST`), not by the
-Python objects of every request. Feeding the events in chunks must not change the run.
+fixed number of bytes per request (docs/guarantees.md: at most `BOUND_BYTES_PER_REQUEST`),
+not by the Python objects of every request. Feeding the events in chunks must not change the run.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 utilisation cap at the rate it is sized for (helper ha's bug hunt).
 
 The template documents `policy.utilization_cap_frac` as the "planned utilisation ceiling of
-every role" and the README says the line "is held under the same utilisation cap as every
+every role" and docs/optimiser.md says the line "is held under the same utilisation cap as every
 GPU role, in the MILP and in the search". The search held only the line under the cap: it
 accepted any plan meeting the SLA percentiles, so with a loose SLA prefill was planned at
 0.987 under a 0.85 cap (and decode above the 95 % regime warning evaluate then raised).

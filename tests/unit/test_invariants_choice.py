@@ -5,8 +5,8 @@ the architecture compares every architecture's own search; when one of those sto
 before its proof (its time limit, or the command's shared deadline, reached first), the
 plans it never walked may beat the winner, so the choice is proven only where that
 search's own bound rules them out. Otherwise the answer is a plan found, not proven
-optimal: `feasible`, with `solver.stopped` saying what stopped (README, exit codes: "a plan
-found before such a stop is `feasible`, not proven optimal")."""
+optimal: `feasible`, with `solver.stopped` saying what stopped (docs/guarantees.md, exit
+codes: "a plan found before such a stop is `feasible`, not proven optimal")."""
 
 from __future__ import annotations
 

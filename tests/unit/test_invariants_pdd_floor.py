@@ -1,5 +1,5 @@
 """Invariant: an infeasible answer names the limit that cannot be met, in figures (helper
-ha's bug hunt; README: exit 3 is "always a proof (the limit that cannot be met, by how
+ha's bug hunt; docs/guarantees.md: exit 3 is "always a proof (the limit that cannot be met, by how
 much)").
 
 CDC-PD and IDC-PD name a TPOT limit that no decode instance meets even at batch 1, with

@@ -1,6 +1,6 @@
 """Invariant: a relaxation an infeasible answer names is enough (helper ha's bug hunt).
 
-README: exit 3 "always a proof (the limit that cannot be met, by how much)", and each
+docs/guarantees.md: exit 3 "always a proof (the limit that cannot be met, by how much)", and each
 shortfall carries the `relaxation` to make. A planner sets the key to the figure shown, so
 an "at least X" or "above X" figure must not be below the exact threshold, a "below X" rate
 not above it (rounding to the nearest figure broke this: "needs 10.5 ms, the limit is 10.5

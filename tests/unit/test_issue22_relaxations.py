@@ -6,10 +6,10 @@ capped at $10/h said "needs $36.88/h"; at $36.88 it said "needs $44.86/h"; only 
 worked (the issue's $60 -> $72.80 -> $83.20). Now every relaxation either reads "set KEY
 to FIGURE (enough: ...)", and setting those figures in the scenario file gives a plan, or
 says "at least", "above" or "below" (a bound: on the other side of it there is no plan,
-README). Checked here on every generated infeasible case (issue22_cases.py: SLA limits at
-the physics floor, a 5 % utilisation cap, GPU availability, budget, line, power), on the
+docs/guarantees.md). Checked here on every generated infeasible case (issue22_cases.py: SLA
+limits at the physics floor, a 5 % utilisation cap, GPU availability, budget, line, power), on the
 WAN pool and line ceilings, and on GPU availability over several counts and rates (where
-the README counted 3 of 112 elastic relaxations that fell short)."""
+docs/guarantees.md counts 3 of 112 elastic relaxations that fell short)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue #22, point 4: every infeasible answer names the limit and by how much (README:
+"""Issue #22, point 4: every infeasible answer names the limit and by how much (docs/commands.md:
 `solve` "exit 3 naming every shortfall"), on every path and for every architecture.
 
 Generated infeasible cases of the small two-datacenter Llama-3.1-70B scenario

@@ -1,5 +1,5 @@
 """The sizing report: every section, the plan's numbers as in the JSON, the assumptions as
-in the README, the sensitivity cases, and `--report` / `--out` writing only on success."""
+in docs/assumptions.md, the sensitivity cases, and `--report` / `--out` writing only on success."""
 
 from __future__ import annotations
 
@@ -224,16 +224,14 @@ def test_out_holds_the_same_report(solved_with_report):
 # --- assumptions --------------------------------------------------------------------
 
 
-def readme_assumption_rows() -> list[tuple[str, str]]:
-    readme = (REPO / "README.md").read_text()
-    body = readme.split("\n## Assumptions and limits\n", 1)[1].split("\n## ", 1)[0]
-    rows = table_rows(body)
-    assert rows[0] == ["assumption", "bias"]
-    return [tuple(r) for r in rows[1:]]
-
-
-def test_the_assumptions_module_and_the_readme_table_agree():
-    assert readme_assumption_rows() == [tuple(a) for a in ASSUMPTIONS]
+def test_the_docs_page_shows_the_packages_assumptions_table_whole():
+    """One source (issue #24): the docs page includes the table the report reads."""
+    page = (REPO / "docs" / "assumptions.md").read_text()
+    assert '--8<-- "pdd_plan/report/assumptions.md"' in page
+    table = table_rows((REPO / "pdd_plan" / "report" / "assumptions.md").read_text())
+    assert table[0] == ["assumption", "bias"]
+    assert [tuple(r) for r in table[1:]] == [tuple(a) for a in ASSUMPTIONS]
+    assert len(ASSUMPTIONS) >= 70 and all(a and b for a, b in ASSUMPTIONS)
 
 
 @pytest.mark.slow
@@ -241,7 +239,7 @@ def test_the_report_lists_the_assumptions_that_apply_to_its_plan(solved_with_rep
     _, text, _ = solved_with_report
     body = section(text, "8. Assumptions and the direction of their bias")
     shown = [tuple(r) for r in table_rows(body)[1:]]
-    assert shown == [tuple(a) for a in ASSUMPTIONS if tuple(a) in shown]  # README's order
+    assert shown == [tuple(a) for a in ASSUMPTIONS if tuple(a) in shown]  # the table's order
     # a DeepSeek-V4 PDD plan: its own rows, none about linear attention or MiniMax
     assert any(a.startswith("DeepSeek-V4 indexer") for a, _ in shown)
     assert any(a.startswith("Relay overflow") for a, _ in shown)

@@ -69,11 +69,11 @@ from pdd_plan.model.queueing import prefill_gate as gate
 # the step primitives live in model/queueing/prefill_mix.py; sim/prefill.py and the tests read
 # them from here too (re-exported by the redundant aliases)
 from pdd_plan.model.queueing.prefill_mix import PrefillMix, prefill_mix
-from pdd_plan.model.queueing.prefill_mix import batch_step_s as batch_step_s
-from pdd_plan.model.queueing.prefill_mix import chunk_parts as chunk_parts
 from pdd_plan.model.queueing.prefill_mix import chunk_rows as chunk_rows
-from pdd_plan.model.queueing.prefill_mix import step_s as step_s
-from pdd_plan.model.queueing.prefill_mix import token_terms as token_terms
+from pdd_plan.model.queueing.prefill_step import batch_step_s as batch_step_s
+from pdd_plan.model.queueing.prefill_step import chunk_parts as chunk_parts
+from pdd_plan.model.queueing.prefill_step import step_s as step_s
+from pdd_plan.model.queueing.prefill_step import token_terms as token_terms
 from pdd_plan.model.queueing.queueing import WaitModel, ggc_wait
 
 

@@ -1,5 +1,5 @@
-"""One prefill step over several chunks, and the workload's prefill as chunk rows on one
-instance with a token budget (the mechanism: model/queueing/prefill_batch.py's docstring).
+"""The workload's prefill as chunk rows on one instance with a token budget (one step over
+several chunks: prefill_step.py) (the mechanism: model/queueing/prefill_batch.py's docstring).
 
 The planner asks the same pool at many rates, from many equal Instance objects, and a
 rate's operating batch is a fixed point that evaluates the step law at a dozen token
@@ -28,9 +28,15 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaincinv
 
-from pdd_plan.model.compute.kernels import achievable_bytes_per_s, maximum, where
 from pdd_plan.model.compute.roofline import Instance
 from pdd_plan.model.queueing import prefill_gate as gate
+from pdd_plan.model.queueing.prefill_step import (
+    COMPOSITION_POINTS,
+    COMPOSITION_PROBS,
+    MIN_COMPOSITION_CV2,
+    chunk_parts,
+    step_s,
+)
 
 # The operating batch to 1e-5 of the budget (under 6 tokens at the largest default
 # budget, 32 GPUs x 16,384; its step to the same fraction of a full step).
@@ -44,61 +50,6 @@ _MIX_MEMO_LIMIT = 32
 # 2,048 entries of under 1 kB: about 130 MB worst case; 11 MB measured (tracemalloc, with
 # the gate's memos) after pdd-paper's PDD solve.
 _ENTRY_MEMO_LIMIT = 2048
-
-
-# ---- one step over several chunks ----------------------------------------------------------
-def chunk_parts(inst: Instance, new_tokens, cached_tokens) -> tuple[np.ndarray, np.ndarray]:
-    """(compute seconds, KV bytes moved) each chunk adds to a step: its linear FLOPs and its
-    attention over `cached` + `new` tokens; its cached KV read plus its new KV written."""
-    new = np.rint(np.asarray(new_tokens, dtype=float))
-    cached = np.rint(np.asarray(cached_tokens, dtype=float))
-    # the roofline's own per-chunk terms (batch 0: no decode tokens in a prefill step)
-    _, compute_s = inst._compute(0.0, 0.0, new, cached, 1.0)
-    _, kv_bytes = inst._kv_moved_bytes(0.0, 0.0, new, cached, 1.0)
-    return np.asarray(compute_s, dtype=float), np.asarray(kv_bytes, dtype=float)
-
-
-def token_terms(inst: Instance, tokens):
-    """(weight bytes read, communication seconds) of a step of `tokens` tokens: the parts
-    set by the step's total tokens alone (weights per GPU in "ep", all GPUs in "tp")."""
-    if inst._ep():
-        return inst.ep_weight_read_bytes_per_gpu(tokens), inst._comm_s(tokens)
-    return inst.weight_read_bytes(tokens), inst._comm_s(tokens)
-
-
-# The mean step over its compositions (`step_s`): the compute of a step at
-# equal-chance points of its gamma law; a CV² below the floor is a fixed composition.
-COMPOSITION_POINTS = 16
-_COMPOSITION_PROBS = (np.arange(COMPOSITION_POINTS) + 0.5) / COMPOSITION_POINTS
-_MIN_COMPOSITION_CV2 = 1e-6
-
-
-def step_s(inst: Instance, compute_s, kv_bytes, tokens, prompts, terms=None):
-    """One prefill step from its chunks' summed parts: `compute_s` and `kv_bytes` summed over
-    the chunks, `tokens` their new tokens, `prompts` how many chunks (may be fractional: a
-    mean mix); `terms`: `token_terms(inst, tokens)` when the caller has them. The weights
-    the step's tokens touch are read once; 0 for no tokens."""
-    weight_bytes, comm_s = token_terms(inst, tokens) if terms is None else terms
-    bandwidth = achievable_bytes_per_s(inst.gpu)
-    if inst._ep():
-        memory_s = (weight_bytes + kv_bytes / inst.gpus) / bandwidth
-    else:
-        memory_s = (weight_bytes + kv_bytes) / (inst.gpus * bandwidth)
-    parts = inst.profile_parts(compute_s, memory_s, comm_s)
-    parts["kv_memory_s"] = kv_bytes / inst.gpus / bandwidth  # the KV share (engine profile)
-    per_prompt = where(prompts > 0, tokens / np.maximum(prompts, 1e-300), 0.0)
-    counts = {"decode_requests": 0.0, "prompts": prompts, "new_tokens": per_prompt}
-    counts["groups"] = inst.gpus if inst._ep() else 1
-    compute, memory, comm, overhead = inst.engine_profile.adjust(parts, counts)
-    return where(tokens > 0, maximum(compute, memory) + comm + overhead, 0.0)
-
-
-def batch_step_s(inst: Instance, new_tokens, cached_tokens) -> float:
-    """Time of one prefill step over the chunks (new_tokens[i] after cached_tokens[i])."""
-    new = np.atleast_1d(np.rint(np.asarray(new_tokens, dtype=float)))
-    compute_s, kv_bytes = chunk_parts(inst, new, cached_tokens)
-    prompts = float(np.count_nonzero(new > 0))
-    return float(step_s(inst, float(compute_s.sum()), float(kv_bytes.sum()), new.sum(), prompts))
 
 
 # ---- the workload as chunk rows --------------------------------------------------------------
@@ -211,11 +162,11 @@ class PrefillMix:
         mean = q * self.mean_compute_s
         # a compound Poisson sum of q N chunks: variance q N E[c²]
         second = q * self.mean_chunks * self._chunk_compute_second_moment
-        if mean <= 0 or second <= _MIN_COMPOSITION_CV2 * mean * mean:
+        if mean <= 0 or second <= MIN_COMPOSITION_CV2 * mean * mean:
             compute = np.full(1, mean)
         else:
             shape, scale = mean * mean / second, second / mean
-            compute = gammaincinv(shape, _COMPOSITION_PROBS) * scale  # the gamma law's points
+            compute = gammaincinv(shape, COMPOSITION_PROBS) * scale  # the gamma law's points
             if not (np.all(np.isfinite(compute)) and compute.mean() > 1e-6 * mean):
                 # a shape so small that the points miss the mass: one lump at the top
                 compute = np.zeros(COMPOSITION_POINTS)
