@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 INCLUDE = re.compile(r'^--8<-- "(?P<path>[^":]+)(?::[^"]*)?"$', re.M)
@@ -51,6 +53,7 @@ def test_the_site_builds_strict_without_a_warning(tmp_path):
     ).read_bytes()
 
 
+@pytest.mark.slow
 def test_a_missing_results_file_or_a_broken_link_fails_the_build(tmp_path):
     root = site_copy(tmp_path)
     (root / "benchmarks" / "results" / "campaign.md").unlink()
