@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pdd_plan.model.network.network import WanLink, send_time_s, wan_transfer
@@ -171,6 +171,12 @@ def test_a_long_stable_run_agrees_with_the_steady_state(line_frac):
     line_frac=st.floats(0.2, 1.4),
     seed=st.integers(0, 1000),
 )
+# hypothesis found it: the wider line's P99 0.04 % above the narrow one's at the run's
+# 0.1 s integration step, reversed at 0.03 s and 0.01 s (where the P99 itself moves 3 %)
+@example(
+    capacity=21786168677.0, more=4.0, rtt=0.0625, per_connection=3779670373.0, pool=13,
+    line_frac=1.125, seed=1,
+)  # fmt: skip
 def test_more_line_capacity_never_raises_the_p99(
     capacity, more, rtt, per_connection, pool, line_frac, seed
 ):
@@ -188,5 +194,7 @@ def test_more_line_capacity_never_raises_the_p99(
 
     rate = rate_for(lk(capacity), x, w, line_frac)
     narrow, wide = (wan_run(lk(c), x, w, rate, 30.0) for c in (capacity, capacity * more))
-    assert wide.latency_p99_s <= narrow.latency_p99_s * (1 + 1e-9)
-    assert wide.mean_wait_s <= narrow.mean_wait_s * (1 + 1e-9) + 1e-12
+    # to within the fluid run's integration error: a step of 0.1 s resolves a P99 to about
+    # 3 % (the example above), so only a rise past 0.1 % is a property broken
+    assert wide.latency_p99_s <= narrow.latency_p99_s * (1 + 1e-3)
+    assert wide.mean_wait_s <= narrow.mean_wait_s * (1 + 1e-3) + 1e-12
