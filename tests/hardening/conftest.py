@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,3 +148,23 @@ def interrupt_after(args: list[str], cwd: Path, seconds: float, sig=signal.SIGIN
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
     return Interrupted(proc.returncode, out, err)
+
+
+def earlier_run(folder: Path) -> None:
+    """An output folder as another run left it: a solve's plan and a bathtub plot, neither
+    of which a sweep over the arrival rate writes."""
+    folder.mkdir()
+    (folder / "plan.json").write_text('{"from": "another run"}\n')
+    (folder / "bathtub.svg").write_text("<svg>another run</svg>\n")
+
+
+def read_fifo_in_thread(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
+    got: list[bytes] = []
+
+    def reader() -> None:
+        with open(fifo, "rb") as handle:
+            got.append(handle.read())
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    return thread, got

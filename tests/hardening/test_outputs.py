@@ -12,16 +12,11 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-
-from pdd_plan.errors import InputError
-from pdd_plan.report import files
-from pdd_plan.report.files import write_atomic, write_folder
 
 
 def _shared():
@@ -39,6 +34,7 @@ _h = _shared()
 assert_no_traceback, assert_one_error_line = _h.assert_no_traceback, _h.assert_one_error_line
 changed, checksums, interrupt_after = _h.changed, _h.checksums, _h.interrupt_after
 cli_command, cli_env, REPO = _h.cli_command, _h.cli_env, _h.REPO
+earlier_run, read_fifo_in_thread = _h.earlier_run, _h.read_fifo_in_thread
 
 BOM_HEADER = "# pdd-plan bill of materials,"  # the first row of the bill of materials
 
@@ -95,18 +91,6 @@ def run_with_umask(args: list[str], cwd: Path, umask: int) -> subprocess.Complet
         stdin=subprocess.DEVNULL,
         preexec_fn=lambda: os.umask(umask),
     )
-
-
-def read_fifo_in_thread(fifo: Path) -> tuple[threading.Thread, list[bytes]]:
-    got: list[bytes] = []
-
-    def reader() -> None:
-        with open(fifo, "rb") as handle:
-            got.append(handle.read())
-
-    thread = threading.Thread(target=reader, daemon=True)
-    thread.start()
-    return thread, got
 
 
 # ---- through the real CLI -------------------------------------------------------------
@@ -203,14 +187,6 @@ def test_two_outputs_naming_one_file_are_refused(cli, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def _earlier_run(folder: Path) -> None:
-    """An output folder as another run left it: a solve's plan and a bathtub plot, neither
-    of which a sweep over the arrival rate writes."""
-    folder.mkdir()
-    (folder / "plan.json").write_text('{"from": "another run"}\n')
-    (folder / "bathtub.svg").write_text("<svg>another run</svg>\n")
-
-
 def tiny_scenario(folder: Path) -> Path:
     """A small two-datacenter case: one sweep point solves in about a second."""
     scenario = {
@@ -247,7 +223,7 @@ def test_out_replaces_an_earlier_run_folder_whole_with_umask_modes(tmp_path):
 
     tiny_scenario(tmp_path)
     out = tmp_path / "out"
-    _earlier_run(out)
+    earlier_run(out)
     out.chmod(0o711)
     done = run_with_umask(SWEEP, tmp_path, 0o027)
     assert done.returncode == 0, done.stderr
@@ -264,7 +240,7 @@ def test_out_replaces_an_earlier_run_folder_whole_with_umask_modes(tmp_path):
 @pytest.mark.slow
 def test_out_refuses_a_folder_holding_other_files(cli, tmp_path):
     out = tmp_path / "out"
-    _earlier_run(out)
+    earlier_run(out)
     (out / "notes.txt").write_text("mine\n")
     before = checksums(tmp_path)
     done = cli("solve", "--out", "out")
@@ -289,7 +265,7 @@ def test_an_interrupted_out_never_leaves_a_mixed_folder(tmp_path):
     complete set: never the two mixed."""
     tiny_scenario(tmp_path)
     out = tmp_path / "out"
-    _earlier_run(out)
+    earlier_run(out)
     before = checksums(out)
     done = interrupt_after(SWEEP, tmp_path, 4.0, sig=15)
     assert_no_traceback(done)
@@ -389,162 +365,3 @@ def test_a_read_only_folder_is_refused(cli, tmp_path):
     finally:
         locked.chmod(0o755)
     assert_one_error_line(done, 2, "locked/m.yaml", "cannot write")
-
-
-# ---- the writer itself ----------------------------------------------------------------
-
-
-def test_writer_follows_a_symlink_chain_to_its_final_target(tmp_path):
-    (tmp_path / "c.txt").write_text("old\n")
-    (tmp_path / "b.txt").symlink_to("c.txt")
-    (tmp_path / "a.txt").symlink_to("b.txt")
-    write_atomic(tmp_path / "a.txt", "new\n")
-    assert os.readlink(tmp_path / "a.txt") == "b.txt"
-    assert os.readlink(tmp_path / "b.txt") == "c.txt"
-    assert (tmp_path / "c.txt").read_text() == "new\n"
-
-
-def test_writer_through_a_dangling_symlink_creates_its_target(tmp_path):
-    (tmp_path / "link.txt").symlink_to("made.txt")
-    write_atomic(tmp_path / "link.txt", b"bytes\n")
-    assert (tmp_path / "link.txt").is_symlink()
-    assert (tmp_path / "made.txt").read_bytes() == b"bytes\n"
-
-
-def test_writer_into_a_missing_folder_is_one_input_error(tmp_path):
-    (tmp_path / "link.txt").symlink_to("gone/made.txt")
-    with pytest.raises(InputError) as caught:
-        write_atomic(tmp_path / "link.txt", "x")
-    assert len(caught.value.problems) == 1
-    assert "No such file" in caught.value.problems[0].found
-    with pytest.raises(InputError):
-        write_atomic(tmp_path, "a folder is not a file")
-
-
-def test_writer_writes_through_a_fifo(tmp_path):
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    thread, got = read_fifo_in_thread(fifo)
-    write_atomic(fifo, "through\n")
-    thread.join(timeout=10)
-    assert got == [b"through\n"]
-    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-
-
-def test_writer_keeps_the_mode_of_the_file_it_replaces(tmp_path):
-    path = tmp_path / "kept.txt"
-    path.write_text("old\n")
-    path.chmod(0o640)
-    old = os.umask(0o077)
-    try:
-        write_atomic(path, "new\n")
-        write_atomic(tmp_path / "fresh.txt", "new\n")
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o640
-    assert stat.S_IMODE((tmp_path / "fresh.txt").stat().st_mode) == 0o600
-
-
-def test_an_interrupted_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
-    path = tmp_path / "keep.txt"
-    path.write_text("old\n")
-
-    def interrupted(fd):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(files.os, "fsync", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        write_atomic(path, "new, never whole\n")
-    assert path.read_text() == "old\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
-
-
-class _InterruptedContents(dict):
-    """Contents whose second file is interrupted while the folder is being built."""
-
-    def items(self):
-        for i, item in enumerate(super().items()):
-            if i == 1:
-                raise KeyboardInterrupt
-            yield item
-
-
-def test_an_interrupted_folder_leaves_the_old_one_and_no_temporary(tmp_path):
-    out = tmp_path / "out"
-    _earlier_run(out)
-    before = checksums(tmp_path)
-    with pytest.raises(KeyboardInterrupt):
-        write_folder(out, _InterruptedContents({"plan.json": "new", "run.json": "new"}))
-    assert checksums(tmp_path) == before
-    assert [p.name for p in tmp_path.iterdir()] == ["out"]
-
-
-def test_a_new_folder_respects_the_umask(tmp_path):
-    old = os.umask(0o027)
-    try:
-        write_folder(tmp_path / "new", {"run.json": "{}\n"})
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o750
-    assert stat.S_IMODE((tmp_path / "new" / "run.json").stat().st_mode) == 0o640
-
-
-@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "rename aside"])
-def test_write_folder_swaps_in_exactly_the_new_contents(tmp_path, monkeypatch, exchange):
-    if not exchange:
-        monkeypatch.setattr(files, "_exchange", lambda a, b: False)
-    out = tmp_path / "out"
-    _earlier_run(out)
-    out.chmod(0o750)
-    write_folder(out, {"plan.json": "new\n", "run.json": b"{}\n"})
-    assert {p.name: p.read_text() for p in out.iterdir()} == {"plan.json": "new\n",
-                                                              "run.json": "{}\n"}  # fmt: skip
-    assert stat.S_IMODE(out.stat().st_mode) == 0o750
-    assert [p.name for p in tmp_path.iterdir()] == ["out"]
-
-
-# ---- the up-front checks, called directly -------------------------------------------------
-
-
-def test_a_folder_that_refuses_a_new_file_is_refused(tmp_path, monkeypatch):
-    """Root writes anywhere the mode bits say no, so a read-only mount or /proc shows only
-    when a file is actually made: the probe's failure is the refusal."""
-    from pdd_plan.cli import output_paths
-
-    def read_only(path):
-        raise OSError(30, "Read-only file system", str(path))
-
-    monkeypatch.setattr(output_paths, "new_file", read_only)
-    with pytest.raises(InputError) as caught:
-        output_paths.check_outputs([], {"--bom": str(tmp_path / "b.csv")})
-    (problem,) = caught.value.problems
-    assert problem.key_path == "--bom" and "Read-only file system" in problem.found
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_an_output_inside_the_out_folder_is_refused(tmp_path):
-    from pdd_plan.cli.output_paths import check_outputs
-
-    out = tmp_path / "out"
-    out.mkdir()
-    with pytest.raises(InputError) as caught:
-        check_outputs([], {"--bom": str(out / "b.csv")}, {"--out": str(out)})
-    assert "--bom" in caught.value.problems[0].found
-    check_outputs([], {"--bom": str(tmp_path / "b.csv")}, {"--out": str(out)})  # beside: fine
-
-
-def test_a_solve_out_folder_can_be_replaced_by_the_next_run(tmp_path):
-    """What `solve --out` writes is a folder the next run may replace (its every name is
-    one the check knows), so reruns into one folder work."""
-    from types import SimpleNamespace
-
-    from pdd_plan.cli.output_paths import check_outputs
-    from pdd_plan.cli.solve_cmd import write_outputs
-
-    result = {"status": "optimal", "solver": {"name": "highs", "objective": "max_bcr",
-                                              "wall_s": 1.0}}  # fmt: skip
-    files_made = SimpleNamespace(bom_csv="a,b\n", resolved_scenario={"name": "x"})
-    write_outputs(tmp_path / "out", result, files_made, "# report\n")
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {
-        "plan.json", "bom.csv", "scenario.json", "run.json", "report.md"}  # fmt: skip
-    check_outputs([], folders={"--out": str(tmp_path / "out")})  # no refusal
