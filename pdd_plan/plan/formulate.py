@@ -102,7 +102,9 @@ def formulate(
             )
         one_type = not (scenario.policy.mixed_pools and role in MIXABLE_ROLES)
         if one_type:  # (else any candidates of the role may add up: the module's doc)
-            prob += pulp.lpSum(y[c.key] for c in mine) <= 1, f"one_gpu_type_and_shape_for_{role}"
+            # exactly one: at least one instance needs its type chosen (a valid equality
+            # that keeps the LP relaxation from spreading the choice thin)
+            prob += pulp.lpSum(y[c.key] for c in mine) == 1, f"one_gpu_type_and_shape_for_{role}"
         prob += pulp.lpSum(n[c.key] for c in mine) >= 1, f"at_least_one_{role}_instance"
         for c in mine if one_type else ():
             prob += n[c.key] <= MAX_INSTANCES * y[c.key], nm.only_chosen_constraint(c)
