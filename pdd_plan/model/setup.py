@@ -19,7 +19,7 @@ from pdd_plan.model.decode.mixed_pool import capacity_shares, mixable
 from pdd_plan.model.decode_cache import routed
 from pdd_plan.model.deployment import Deployment, InstanceGroup
 from pdd_plan.model.network.network import WanLink
-from pdd_plan.model.scenario import Scenario
+from pdd_plan.model.scenario import GpuOffer, Scenario
 from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.model.workload.workload import DEFAULT_RESOLUTION, RequestClasses, request_classes
 
@@ -156,7 +156,7 @@ def power_usd_per_gpu_hour(scenario: Scenario, gpu: Gpu) -> float:
     return kw * scenario.costs.power_usd_per_kwh
 
 
-def gpu_usd_per_gpu_hour(scenario: Scenario, offer, gpu: Gpu) -> float:
+def gpu_usd_per_gpu_hour(scenario: Scenario, offer: GpuOffer, gpu: Gpu) -> float:
     """What one GPU of a datacenter's `offer` costs an hour: its rental, plus its electricity
     when `costs.include_power`. The one price the optimiser's candidates, its search space
     and the bill (`cost_items`, which lists the two parts apart) all use."""

@@ -29,10 +29,7 @@ def _shared():
 
 
 _h = _shared()
-assert_no_traceback, assert_one_error_line = _h.assert_no_traceback, _h.assert_one_error_line
-changed, checksums, interrupt_after = _h.changed, _h.checksums, _h.interrupt_after
-cli_command, cli_env, REPO = _h.cli_command, _h.cli_env, _h.REPO
-earlier_run, read_fifo_in_thread = _h.earlier_run, _h.read_fifo_in_thread
+checksums, earlier_run, read_fifo_in_thread = _h.checksums, _h.earlier_run, _h.read_fifo_in_thread
 
 
 # ---- the writer itself ----------------------------------------------------------------

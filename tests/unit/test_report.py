@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from report_scenarios import fast_scenario_text
+from report_scenarios import fast_scenario_text, section, table_rows
 
 from pdd_plan.api import (
     solve_loaded,
@@ -51,20 +50,6 @@ def solved_with_report(tmp_path_factory):
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout), (folder / "report.md").read_text(), folder
-
-
-def section(text: str, title: str) -> str:
-    body = text.split(f"\n## {title}\n", 1)[1]
-    return body.split("\n## ", 1)[0]
-
-
-def table_rows(text: str) -> list[list[str]]:
-    """The body rows of every Markdown table in `text`, cells stripped."""
-    rows = []
-    for line in text.splitlines():
-        if line.startswith("|") and not line.startswith("|---"):
-            rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
-    return rows
 
 
 # --- the report of a real solve -----------------------------------------------------

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from report_scenarios import fast_scenario_text
+from report_scenarios import fast_scenario_text, section, table_rows
 
 from pdd_plan import api
 from pdd_plan.api import (
@@ -28,20 +27,6 @@ from pdd_plan.report.markdown import composition, render_report
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden"
-
-
-def section(text: str, title: str) -> str:
-    body = text.split(f"\n## {title}\n", 1)[1]
-    return body.split("\n## ", 1)[0]
-
-
-def table_rows(text: str) -> list[list[str]]:
-    """The body rows of every Markdown table in `text`, cells stripped."""
-    rows = []
-    for line in text.splitlines():
-        if line.startswith("|") and not line.startswith("|---"):
-            rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
-    return rows
 
 
 # --- the sensitivity cases ----------------------------------------------------------

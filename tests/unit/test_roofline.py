@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from roofline_figures import H200_HBM_BYTES, H200_READ_BYTES_PER_S
 
 from pdd_plan.model.compute.kernels import allreduce_time_s, experts_touched
 from pdd_plan.model.compute.roofline import Instance
@@ -18,8 +19,6 @@ LLAMA_KV_BYTES_PER_TOKEN = 80 * 8 * (128 + 128) * 2  # 327,680 B in BF16
 # 4.5 us (BF16) or 14 us (FP8), one attention kernel at 10 us, 3 memory ops at 3 us.
 LLAMA_LATENCY_BF16_S = 80 * (4 * 4.5e-6 + 10e-6 + 3 * 3e-6)  # 2.96 ms
 LLAMA_LATENCY_FP8_S = 80 * (4 * 14e-6 + 10e-6 + 3 * 3e-6)  # 6.0 ms
-H200_HBM_BYTES = 141 * 2**30
-H200_READ_BYTES_PER_S = 4.8e12 * 0.843
 
 
 @pytest.fixture(scope="module")

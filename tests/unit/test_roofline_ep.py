@@ -5,21 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from roofline_figures import H200_HBM_BYTES, H200_READ_BYTES_PER_S
 
 from pdd_plan.model.compute.roofline import Instance
-
-# Llama-3.1-70B by hand from its config: 80 layers, hidden 8192, 64 q / 8 kv heads of 128,
-# MLP 28672, vocabulary 128,256, untied embeddings.
-LLAMA_LAYER_PARAMS = 2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192
-LLAMA_EMBEDDING_PARAMS = 128256 * 8192
-LLAMA_PARAMS = 80 * LLAMA_LAYER_PARAMS + 2 * LLAMA_EMBEDDING_PARAMS + 8192  # 70.55 G
-LLAMA_KV_BYTES_PER_TOKEN = 80 * 8 * (128 + 128) * 2  # 327,680 B in BF16
-# Kernel latencies of one forward pass (constants of roofline.py): per layer 4 GEMMs at
-# 4.5 us (BF16) or 14 us (FP8), one attention kernel at 10 us, 3 memory ops at 3 us.
-LLAMA_LATENCY_BF16_S = 80 * (4 * 4.5e-6 + 10e-6 + 3 * 3e-6)  # 2.96 ms
-LLAMA_LATENCY_FP8_S = 80 * (4 * 14e-6 + 10e-6 + 3 * 3e-6)  # 6.0 ms
-H200_HBM_BYTES = 141 * 2**30
-H200_READ_BYTES_PER_S = 4.8e12 * 0.843
 
 
 @pytest.fixture(scope="module")

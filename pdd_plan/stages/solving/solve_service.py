@@ -21,24 +21,11 @@ from pdd_plan.model.evaluate import evaluate, prepare
 from pdd_plan.model.metrics import json_safe
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload.workload import DEFAULT_RESOLUTION, coarsening_notes
-from pdd_plan.plan.variants import (  # noqa: F401  (re-exported by api.py)
-    GPU_PRICE_FACTORS,
-    HIT_RATE_MEANS,
-    HIT_RATE_RULE,
-    LINE_PRICE_FACTORS,
-    hit_rate_mapper,
-    line_prices_usd_per_month,
-    sensitivity_cases,
-    with_gpu_prices,
-    with_hit_rate_mean,
-    with_line_prices,
-)
 from pdd_plan.report.resolved import scenario_json
-from pdd_plan.stages.solving.solve_json import (  # noqa: F401  (re-exported by api.py)
+from pdd_plan.stages.solving.solve_json import (
     SolveFiles,
     name_profile,
     no_plan_reason,
-    policies_tried,
     solve_loaded,
 )
 

@@ -54,16 +54,16 @@ def _status_of(exc: Exception) -> str:
 
 
 def _solve_or_evaluate(sweep: Sweep, edits: dict, catalog: Catalog) -> dict:
-    from pdd_plan.stages.solving import solve_service
+    from pdd_plan.stages.solving import solve_json
 
     s, _ = edited(sweep.data, edits, sweep.label, catalog)
     if sweep.plan_path is None:
         architecture = edits.get(ARCH_KEY, sweep.architecture)
-        result, _ = solve_service.solve_loaded(
+        result, _ = solve_json.solve_loaded(
             s, architecture, catalog, sweep.resolution, sweep.time_limit_s, lean=True
         )  # a row keeps status, plan and metrics
         if result["status"] == "infeasible":
-            result["error"] = solve_service.no_plan_reason(result)
+            result["error"] = solve_json.no_plan_reason(result)
         elif result["status"] == "unproven":  # stopped at --time-limit: nothing proven
             from pdd_plan.stages.solving.unproven import reason
 
