@@ -76,6 +76,31 @@ def test_a_larger_request_is_blocked_more_and_one_past_the_capacity_always():
     assert got[0] < got[1] < got[2] < 1.0 and got[3] == 1.0
 
 
+def _kaufman_roberts_blocking(units: np.ndarray, loads: np.ndarray, capacity: int):
+    """The textbook recursion j q(j) = sum_k a_k b_k q(j - b_k), step by step in floats
+    (rescaled before they overflow), and the blocking of each size."""
+    q = [1.0] + [0.0] * capacity
+    for j in range(1, capacity + 1):
+        q[j] = sum(a * b * q[j - b] for a, b in zip(loads, units, strict=True) if b <= j) / j
+        if q[j] > 1e200:
+            q = [v / q[j] for v in q]
+    total = sum(q)
+    return np.array([sum(q[capacity - b + 1 :]) / total for b in units])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_fft_law_is_the_kaufman_roberts_recursion(seed):
+    """Sizes of 1 to 300 units of 1,024, offered from 3 % to 40 x the capacity (the FFT
+    tilts the law above the capacity): the blocking of every size as the recursion has it."""
+    rng = np.random.default_rng(seed)
+    units = np.sort(rng.choice(np.arange(1, 300), rng.integers(2, 30), replace=False))
+    loads = rng.uniform(0, 1, len(units))
+    loads *= [0.03, 0.5, 1.0, 2.0, 10.0, 40.0][seed] * 1024 / float(loads @ units)
+    got = knapsack_blocking(1024.0, units.astype(float), loads)
+    want = _kaufman_roberts_blocking(units, loads, 1024)
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-14)
+
+
 # ---- TPOT: the time-average factor of M/G/inf occupancy, exactly ------------------------
 def test_time_average_factor_equals_its_integral():
     """g(T) = (2/T²) int_0^T (T - u) r(u) du, r(u) = int_u^inf P(S > s) ds / E[S]: numeric

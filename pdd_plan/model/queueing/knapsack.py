@@ -15,6 +15,14 @@ request is this with every b_k = 1). Capacities and sizes are counted in CAPACIT
 units of the capacity, each size rounded to the nearest unit (at least one): rounding up
 would add up to a unit to a request of one or two units, half again its size.
 
+The recursion's q is the compound Poisson law of the occupancy cut at C (its generating
+function is exp(sum_k a_k z^b_k)), so q(0..C) is read off by FFT in O(N log N) instead of
+the recursion's C steps (decode_side's search over MD's slot wait asks for it thousands
+of times a solve). Where the offered units exceed C, the law is first tilted (loads
+a_k rho^b_k, rho < 1, so that its mean is C): its mass then lies around C, where the
+blocking is read, and q(j) = tilted(j) / rho^j. N, a power of two, is chosen by the
+Chernoff bound so that the mass aliased from N and above is below ALIAS_PROB.
+
 Pure: numpy only.
 """
 
@@ -25,7 +33,7 @@ import math
 import numpy as np
 
 CAPACITY_UNITS = 1024  # the capacity's resolution (a size takes at least one unit)
-_RESCALE_ABOVE = 1e200  # q is kept relative: rescaled before it overflows
+ALIAS_PROB = 1e-20  # mass the FFT may fold back from beyond its length
 NEVER_FULL_PROB = 1e-12  # below this chance of filling, no class is blocked
 
 
@@ -71,13 +79,45 @@ def _occupancy(size_load: np.ndarray) -> np.ndarray:
     """q(0..C) of the recursion, normalised to sum 1 (size_load[b]: the load of size b)."""
     capacity = len(size_load) - 1
     sizes = np.flatnonzero(size_load)
-    weights = size_load[sizes] * sizes  # a_k b_k
-    q = np.zeros(capacity + 1)
-    q[0] = 1.0
-    for j in range(1, capacity + 1):
-        back = j - sizes
-        ok = back >= 0
-        q[j] = float(weights[ok] @ q[back[ok]]) / j
-        if q[j] > _RESCALE_ABOVE:
-            q[: j + 1] /= q[j]
+    loads = size_load[sizes]
+    log_rho = _tilt(loads, sizes, capacity)
+    tilted = loads * np.exp(log_rho * sizes)
+    n = _fft_length(tilted, sizes, capacity)
+    spread = np.zeros(n)
+    spread[sizes] = tilted
+    law = np.fft.irfft(np.exp(np.fft.rfft(spread) - tilted.sum()), n)[: capacity + 1]
+    # back from the tilt, in logs: rho^-C alone may overflow
+    log_q = np.log(np.maximum(law, 1e-300)) - log_rho * np.arange(capacity + 1)
+    q = np.exp(log_q - log_q.max())
     return q / q.sum()
+
+
+def _tilt(loads: np.ndarray, sizes: np.ndarray, capacity: int) -> float:
+    """log rho <= 0 with sum_k a_k b_k rho^b_k = C (0 when the offered units are within C).
+    Newton on log(sum a b e^(x b)), convex and increasing in x, from a point where it is
+    at or above log C (e^(x b) >= C / offered for every b <= the largest): the iterates
+    fall to the root from above, never past it."""
+    offered = float(loads @ sizes)
+    if offered <= capacity:
+        return 0.0
+    x = math.log(capacity / offered) / float(sizes.max())
+    for _ in range(200):
+        w = loads * sizes * np.exp(x * sizes)
+        mass = float(w.sum())
+        step = (math.log(mass) - math.log(capacity)) * mass / float(w @ sizes)
+        x -= step
+        if step < 1e-12:
+            break
+    return x
+
+
+def _fft_length(loads: np.ndarray, sizes: np.ndarray, capacity: int) -> int:
+    """The least power of two N >= 2 (C + 1) with P(occupancy >= N) < ALIAS_PROB by the
+    Chernoff bound (the best theta of a grid)."""
+    thetas = np.geomspace(1e-4, 50.0, 48) / max(float(sizes.max()), 1.0)
+    with np.errstate(over="ignore"):
+        cumulant = (loads[None, :] * np.expm1(thetas[:, None] * sizes[None, :])).sum(1)
+    n = 1 << math.ceil(math.log2(2 * (capacity + 1)))
+    while float((cumulant - thetas * n).min()) >= math.log(ALIAS_PROB):
+        n *= 2
+    return n
