@@ -47,6 +47,7 @@ def test_each_unexpressed_mechanism_is_one_stderr_line_and_a_comment_in_the_file
         assert name in readme
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, fragments",
     [
@@ -92,6 +93,7 @@ def test_an_output_that_is_not_a_new_folder_is_refused_and_left_alone(run_cli, t
     assert sorted(p.name for p in (tmp_path / "busy").iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.slow
 def test_an_out_folder_holding_the_plan_is_refused(run_cli, tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()

@@ -180,3 +180,25 @@ def test_sglang_flags_name_the_disaggregation_role_and_the_instance_figures():
     decode = sglang_args(_shape("main_decode", 8, "tp", batch=300), "bf16", disaggregated=True)
     assert decode[decode.index("--disaggregation-mode") + 1] == "decode"
     assert decode[decode.index("--max-running-requests") + 1] == "300"
+
+
+def test_a_colocated_plan_runs_aggregated_workers_without_kv_transfer(tmp_path):
+    plan = tmp_path / "colocated.yaml"
+    plan.write_text(
+        "plan:\n  architecture: colocated\n  instances:\n"
+        "    - {role: colocated, datacenter: dc_a, gpu: h100_sxm,\n"
+        "       gpus_per_instance: 32, count: 2}\n"
+    )
+    b = deploy_files(plan, "dynamo", scenario="pdd-paper")
+    (graph,) = documents(b.files["dc_a/dynamo-graph.yaml"])
+    assert schema_errors("dc_a/dynamo-graph.yaml", graph) == []
+    worker = graph["spec"]["services"]["colocated-h100-sxm-32g"]
+    assert "subComponentType" not in worker  # aggregated: no prefill/decode sub-role
+    assert "--kv-transfer-config" not in worker["extraPodSpec"]["mainContainer"]["args"]
+    assert (
+        worker["replicas"]
+        * int(worker["resources"]["limits"]["gpu"])
+        * (worker["multinode"]["nodeCount"])
+        == 2 * 32
+    )
+    assert b.gaps == []

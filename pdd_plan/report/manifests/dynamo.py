@@ -42,9 +42,10 @@ def _worker(settings: Settings, shape: GroupShape) -> dict:
     limits = {"gpu": str(shape.gpus_per_pod)}
     if shape.vendor != "nvidia":
         limits["gpuType"] = gpu_resource(shape.vendor)
-    service = {
-        "componentType": "worker",
-        "subComponentType": "prefill" if shape.role == "prefill" else "decode",
+    service = {"componentType": "worker"}
+    if settings.disaggregated:  # an aggregated (colocated) worker has no sub-role
+        service["subComponentType"] = "prefill" if shape.role == "prefill" else "decode"
+    service |= {
         "replicas": shape.group.count,
         "resources": {"limits": limits},
         **_container(settings, ["python3", "-m", f"dynamo.{settings.engine}"], args),

@@ -66,7 +66,9 @@ class _MetadataValidator:
     """A custom resource's metadata is Kubernetes' ObjectMeta (the CRD says only `object`)."""
 
     def iter_errors(self, doc: dict):
-        yield from _validator(K8S_SCHEMA, OBJECT_META).iter_errors(doc.get("metadata", {}))
+        for error in _validator(K8S_SCHEMA, OBJECT_META).iter_errors(doc.get("metadata", {})):
+            error.path.appendleft("metadata")  # the path from the document's top
+            yield error
 
 
 def check(path: str, doc: dict, kind: str | None = None) -> None:
