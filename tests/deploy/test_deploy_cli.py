@@ -146,3 +146,14 @@ def test_a_solve_out_folder_deploys_without_naming_its_scenario(run_cli, tmp_pat
                     got.get(path.parent.name, 0) + doc["spec"]["replicas"] * gpus
                 )
     assert got == want
+
+
+def test_a_run_folder_takes_subfolders_and_never_a_name_outside_it(tmp_path):
+    from pdd_plan.report.files import write_folder
+
+    write_folder(tmp_path / "run", {"dc_a/x.yaml": "a\n", "README.txt": "r\n"})
+    assert (tmp_path / "run" / "dc_a" / "x.yaml").read_text() == "a\n"
+    for name in ("../escaped.txt", "/abs.txt"):
+        with pytest.raises(ValueError, match="inside the folder"):
+            write_folder(tmp_path / "other", {name: "x\n"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no temporary left behind
