@@ -82,6 +82,11 @@ COMMANDS = {
         "report",
         "Write the sizing report as a self-contained HTML file with its plots.",
     ),
+    "deploy": Lazy(
+        _CLI + "deploy_cmd",
+        "deploy",
+        "Write the manifests that run a plan on Dynamo, llm-d or plain Kubernetes.",
+    ),
     "validate": Lazy(
         _CLI + "validate_cmd",
         "validate",

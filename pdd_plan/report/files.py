@@ -172,8 +172,9 @@ def keep_mode_and_owner(fd: int, old: os.stat_result | None) -> None:
 
 
 def write_folder(path: Path | str, contents: Mapping[str, str | bytes]) -> None:
-    """Make `path` a folder holding exactly `contents` (name -> text or bytes): built in a
-    fresh sibling, then swapped in whole; an existing folder is removed only afterwards."""
+    """Make `path` a folder holding exactly `contents` (name -> text or bytes; a name may
+    hold subfolders, `dc_a/x.yaml`): built in a fresh sibling, then swapped in whole; an
+    existing folder is removed only afterwards."""
     target = resolved(path)
     try:
         old = os.stat(target) if target.exists() else None
@@ -184,6 +185,7 @@ def write_folder(path: Path | str, contents: Mapping[str, str | bytes]) -> None:
         if old is not None:
             os.chmod(tmp, stat.S_IMODE(old.st_mode))
         for name, data in contents.items():
+            _make_parents(tmp, name)
             fd = new_file(tmp / name)
             try:
                 _write_all(fd, _as_bytes(data))
@@ -199,6 +201,16 @@ def write_folder(path: Path | str, contents: Mapping[str, str | bytes]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     WRITTEN.append(str(path))
+
+
+def _make_parents(folder: Path, name: str) -> None:
+    """`name` may hold subfolders (`dc_a/x.yaml`, as `deploy` writes one per datacenter):
+    created inside the new folder, never outside it (no absolute path, no `..`)."""
+    parts = Path(name).parts
+    if Path(name).is_absolute() or ".." in parts or not parts:
+        raise ValueError(f"a file name inside the folder, not {name!r}")
+    if len(parts) > 1:
+        (folder / Path(*parts[:-1])).mkdir(parents=True, exist_ok=True)
 
 
 def _swap_in(new: Path, target: Path, exists: bool) -> None:

@@ -26,6 +26,7 @@ EXPECTED = [
     "simulate",
     "sweep",
     "report",
+    "deploy",
     "validate",
     "version",
     "catalog",
