@@ -120,11 +120,10 @@ def test_a_plan_the_loader_refuses_for_its_structure_the_schema_refuses(
     assert not view.accepts(doc)
 
 
-@pytest.mark.slow
 def test_what_the_plan_loader_takes_the_schema_takes_and_what_breaks_a_rule_both_refuse(
     reads, scenarios, catalog, monkeypatch
 ):
-    """As test_schema_scenario_probes.py, for plan files."""
+    """As test_schema_scenario_probes.py, for plan files (about 400 probes, 0.2 s)."""
     plans = sd.full_plans()
     docs = {name: doc for name, (_, doc) in plans.items()}
     current, view, found, count = {}, SchemaView("plan"), [], 0
