@@ -92,6 +92,11 @@ COMMANDS = {
         "validate",
         "Replay measured serving benchmarks and print the model's error on each figure.",
     ),
+    "schema": Lazy(
+        _CLI + "schema_cmd",
+        "schema",
+        "Print the JSON Schema of a scenario or plan file, for the tools that write or read them.",
+    ),
     "catalog": Lazy(
         _CLI + "catalog_cmd", "app", "GPUs and WAN line tiers of the hardware catalog."
     ),

@@ -101,9 +101,10 @@ def _decode_cache(node: Node, catalog: Catalog) -> CacheBuy | None:
 
 
 # what a solve or evaluate result (`--format json`, `--out DIR`'s plan.json) holds beside
-# its `plan`: written by the tool, so known and not read back
+# its `plan`: written by the tool, so known and not read back (`confidence`: solve
+# --confidence; `saturation`: a saturated evaluate). The plan schema lists the same keys.
 RESULT_KEYS = ("scenario", "status", "metrics", "solver", "role_arithmetic", "architecture_choice",
-               "decode_split")  # fmt: skip
+               "decode_split", "confidence", "saturation")  # fmt: skip
 _PLAN_KEYS = {"architecture", "instances", "lines", "policy", "decode_cache"}
 
 

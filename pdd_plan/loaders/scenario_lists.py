@@ -51,7 +51,7 @@ def wan_links(node: Node, dc_ids: set[str] | None) -> dict[tuple[str, str], floa
     """Per-pair RTTs: one entry per pair of two different datacenters (either order)."""
     links: dict[tuple[str, str], float] = {}
     first: dict[frozenset, str] = {}
-    for link in node.items() if not node.is_missing else []:
+    for link in (node.items() or []) if not node.is_missing else []:  # None: not a list
         g = link.mapping(required=("between", "rtt_ms"))
         if g is None:
             continue

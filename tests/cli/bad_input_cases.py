@@ -247,6 +247,12 @@ CLI_CASES = [
 # the same checks, through `load_scenario` (no process start)
 API_CASES = [
     Case("zero_rate", mutated(set_key(RATE, 0)), (f": {RATE}: found 0;",)),
+    # a traceback before (TypeError: iterating the None a failed list read returns)
+    Case(
+        "number_for_links",
+        mutated(set_key("wan.links", 7)),
+        (": wan.links: found 7; expected a list",),
+    ),
     Case(
         "inf_ttft",
         mutated(set_key("sla.ttft_p90_s", float("inf"))),

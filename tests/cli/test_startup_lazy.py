@@ -16,7 +16,7 @@ import typer
 
 from pdd_plan.cli.app import COMMANDS, app
 
-# the README's commands: eight commands, `version`, five groups
+# the README's commands: ten commands, `version`, five groups
 EXPECTED = [
     "estimate",
     "evaluate",
@@ -28,6 +28,7 @@ EXPECTED = [
     "report",
     "deploy",
     "validate",
+    "schema",
     "version",
     "catalog",
     "model",
