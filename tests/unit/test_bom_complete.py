@@ -238,6 +238,8 @@ def test_header_rows_name_scenario_version_date_and_catalog_digest(tmp_path, mon
     digest = hashlib.sha256()
     names = ["sources.yaml", "lines.yaml"]
     names += sorted(f"gpus/{p.name}" for p in (CATALOG / "gpus").glob("*.yaml"))
+    names += ["line_ends.yaml"]  # the order hardware (issue #25): the order lines' figures
+    names += sorted(f"nodes/{p.name}" for p in (CATALOG / "nodes").glob("*.yaml"))
     names += ["models/qwen3_32b.yaml"]
     for name in names:
         digest.update(name.encode() + b"\0" + (CATALOG / name).read_bytes() + b"\0")
