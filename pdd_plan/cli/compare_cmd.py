@@ -8,6 +8,7 @@ import typer
 
 from pdd_plan.cli.bounds import time_limit_option
 from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, table
+from pdd_plan.cli.prices_opt import prices_option, use_prices
 from pdd_plan.report.md_format import ARCH_NAMES
 
 
@@ -24,12 +25,14 @@ def compare(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    prices: str | None = prices_option(),
     format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Optimise every architecture on the same scenario and print them side by side."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
+    use_prices(prices)  # checked first too; every scenario loaded takes its quotes
     from pdd_plan.api import compare_architectures
 
     result = compare_architectures(scenario, time_limit_s=time_limit)

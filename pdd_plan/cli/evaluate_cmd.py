@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
+from pdd_plan.cli.prices_opt import prices_option, use_prices
 
 
 def _seconds(value) -> str:
@@ -17,12 +18,14 @@ def evaluate(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    prices: str | None = prices_option(),
     format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Predict TTFT/TPOT percentiles, goodput, cost and BCR of a given deployment."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
+    use_prices(prices)  # checked first too; every scenario loaded takes its quotes
     from pdd_plan.api import evaluate_plan  # the models load only for commands that need them
 
     result = evaluate_plan(scenario, plan)

@@ -18,6 +18,7 @@ from pdd_plan.cli.output import (
     safe,
     table,
 )
+from pdd_plan.cli.prices_opt import prices_option, use_prices
 
 MAX_EXAMPLES = 3  # pruned candidates named per reason in the table
 
@@ -33,12 +34,14 @@ def explain(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    prices: str | None = prices_option(),
     format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Binding constraints, what relaxing each is worth, pruned candidates, binding role."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
+    use_prices(prices)  # checked first too; every scenario loaded takes its quotes
     from pdd_plan.api import explain_scenario
 
     if architecture is not None:  # else the one `solve` recommends

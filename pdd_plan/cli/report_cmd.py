@@ -12,6 +12,7 @@ from pdd_plan.cli.bounds import jobs_option, time_limit_option
 from pdd_plan.cli.output import check_architecture, console, safe
 from pdd_plan.cli.output_formats import HTML_ONLY, MARKDOWN_ONLY
 from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.cli.prices_opt import prices_option, use_prices
 from pdd_plan.cli.progress import bars, progress_option, step
 from pdd_plan.errors import InputError
 from pdd_plan.report.files import write_atomic
@@ -77,12 +78,14 @@ def report(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    prices: str | None = prices_option(),
     progress: bool = progress_option(),
 ) -> None:
     """Write the sizing report as a self-contained HTML file with its plots."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
+    use_prices(prices)  # checked first too; every scenario loaded takes its quotes
     if architecture is not None:
         check_architecture(architecture)
     check_outputs([scenario], {"--output": output, "--markdown": markdown}, formats=OUTPUT_FORMATS)

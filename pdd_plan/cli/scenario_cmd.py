@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pdd_plan.cli.output import FORMAT_HELP, Format, console, print_structured, safe, table
+from pdd_plan.cli.prices_opt import prices_option, use_prices
 
 app = typer.Typer(help="Check scenario files; print a documented template.", no_args_is_help=True)
 
@@ -14,9 +15,11 @@ def validate(
     scenario: str = typer.Argument(
         None, help="a scenario file or shipped name (default: the embedded default)"
     ),
+    prices: str | None = prices_option(),
     format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Check a scenario strictly and summarise it; every problem is reported at once."""
+    use_prices(prices)  # a price file is checked against the scenario too
     from pdd_plan.loaders.catalog import Catalog  # the catalog loads when a command runs
     from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
     from pdd_plan.report import views

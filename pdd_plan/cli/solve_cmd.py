@@ -23,6 +23,7 @@ from pdd_plan.cli.objective import (
 from pdd_plan.cli.output import FORMAT_HELP, Format, check_architecture, console, print_structured
 from pdd_plan.cli.output_formats import CSV_ONLY, HTML, LP_ONLY, REPORT
 from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.cli.prices_opt import prices_option, use_prices
 from pdd_plan.cli.progress import bars, progress_option, step
 from pdd_plan.errors import InfeasibleError, UnprovenError
 from pdd_plan.report.files import write_atomic, write_folder
@@ -155,6 +156,7 @@ def solve(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    prices: str | None = prices_option(),
     confidence: float | None = bounded(
         None,
         "--confidence",
@@ -170,6 +172,7 @@ def solve(
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
+    use_prices(prices)  # checked first too; every scenario loaded takes its quotes
     if architecture is not None:
         check_architecture(architecture)
     check_objective(objective)

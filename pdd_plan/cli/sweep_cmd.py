@@ -20,6 +20,7 @@ from pdd_plan.cli.output import (
     table,
 )
 from pdd_plan.cli.output_paths import check_outputs
+from pdd_plan.cli.prices_opt import prices_option, use_prices
 from pdd_plan.cli.progress import forced, progress_option, wanted
 from pdd_plan.report.files import write_folder
 
@@ -222,6 +223,7 @@ def sweep(
     engine_profile: str | None = typer.Option(
         None, "--engine-profile", help="engine profile YAML (default: the scenario's)"
     ),
+    prices: str | None = prices_option(),
     executor: str = typer.Option(
         "local", "--executor", help="local (a process pool) or ray (Ray tasks; needs the ray extra)"
     ),
@@ -238,6 +240,7 @@ def sweep(
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
+    use_prices(prices)  # checked first too; every scenario loaded takes its quotes
     from pdd_plan.loaders.catalog import Catalog
     from pdd_plan.stages.sweeping import sweep as sw
 

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pdd_plan.errors import InputError
+from pdd_plan.loaders.catalog_figures import sourced
 from pdd_plan.loaders.catalog_overlay import overlay_dir
 from pdd_plan.loaders.input_files import path_exists
 from pdd_plan.loaders.strict import ID_PATTERN, Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model.caches.cache_tier import MEDIA, NO_TIER, CacheTier
-from pdd_plan.model.compute.hardware import BASES, Gpu, LineTier, Sourced
+from pdd_plan.model.compute.hardware import Gpu, LineTier
 from pdd_plan.model.units import GBIT_BITS, GIB_BYTES, TERA
 
 if TYPE_CHECKING:  # the model classes (and numpy under them) load with the first model
@@ -93,41 +94,6 @@ _FLOOR = {
     "scale_out_gbit_per_s_per_gpu": MIN_SCALE_OUT_GBIT_PER_S,
 }
 _INTEGER_FIELDS = {"scale_up_domain_gpus", "gpus_per_node"}
-
-
-def sourced(
-    node: Node,
-    sources: set[str],
-    required: bool,
-    integer: bool = False,
-    fraction: bool = False,
-    allow_zero: bool = False,
-    floor: float = 0.0,
-) -> Sourced | None:
-    """A `{value, source, basis, note}` figure; a missing source is a problem, always.
-    `floor`: the least value that is physical (default: anything above 0)."""
-    f = node.mapping(required=("value", "source"), optional=("basis", "note"))
-    if f is None:
-        return None
-    maximum = 1.0 if fraction else 1e9
-    value = f["value"].number(
-        minimum=floor,
-        exclusive_minimum=not allow_zero and not floor,
-        maximum=maximum,
-        integer=integer,
-        required=required,
-    )
-    source = f["source"].string(required=True)
-    if source is not None and source not in sources:
-        f["source"].fail("a key of sources.yaml", did_you_mean(source, sources))
-    basis = f["basis"].choice(BASES, default="published")
-    note = f["note"].string(default="")
-    needs_note = basis in ("derived", "assumed", "low_confidence") or f["value"].value is None
-    if needs_note and not note:
-        f["note"].fail(
-            f"a note explaining the {basis if f['value'].value is not None else 'null'} value"
-        )
-    return Sourced(value, source or "", basis or "published", note or "")
 
 
 def load_sources(root: Path) -> dict[str, dict]:
@@ -322,6 +288,13 @@ class Catalog:
             if path_exists(folder / "cache_tiers.yaml"):
                 tiers.update(load_cache_tiers(folder / "cache_tiers.yaml", self.sources))
         return tiers
+
+    @cached_property
+    def orders(self):
+        """Node configurations and line-end hardware: the bill's (loaders/catalog_orders.py)."""
+        from pdd_plan.loaders.catalog_orders import OrderCatalog
+
+        return OrderCatalog(self)
 
     def model_ids(self) -> list[str]:
         return sorted(self._entries("models"))

@@ -3,10 +3,11 @@
 The bill of materials and the sizing report print the digest at their top, so a reader can
 tell whether two files were priced from the same catalog. The files, in this fixed order:
 `sources.yaml`, `lines.yaml`, `cache_tiers.yaml` (only when the scenario offers a
-decode-side cache), every `gpus/*.yaml` sorted by name, then the scenario's
-`models/<id>.yaml` (left out when the model is not a catalog entry). The digest is the
-SHA-256 of, for each file in that order, its path relative to the catalog folder (POSIX,
-UTF-8), a NUL byte, its bytes and a NUL byte.
+decode-side cache), every `gpus/*.yaml` sorted by name, `line_ends.yaml` and every
+`nodes/*.yaml` sorted by name (where the catalog has them: the bill's order hardware), then
+the scenario's `models/<id>.yaml` (left out when the model is not a catalog entry). The
+digest is the SHA-256 of, for each file in that order, its path relative to the catalog
+folder (POSIX, UTF-8), a NUL byte, its bytes and a NUL byte.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ def catalog_files(root: Path, model_id: str, cache_tiers: bool = False) -> list[
     model = Path("models") / f"{model_id}.yaml"
     models = [model] if (Path(root) / model).is_file() else []
     cache = [Path("cache_tiers.yaml")] if cache_tiers else []
-    return [Path("sources.yaml"), Path("lines.yaml"), *cache, *gpus, *models]
+    ends = [Path("line_ends.yaml")] if (Path(root) / "line_ends.yaml").is_file() else []
+    nodes = sorted(p.relative_to(root) for p in (Path(root) / "nodes").glob("*.yaml"))
+    return [Path("sources.yaml"), Path("lines.yaml"), *cache, *gpus, *ends, *nodes, *models]
 
 
 def catalog_digest(root: Path, model_id: str, cache_tiers: bool = False) -> str:

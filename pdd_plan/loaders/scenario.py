@@ -9,6 +9,7 @@ from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog import Catalog, data_dir
 from pdd_plan.loaders.engine_profile import scenario_profile
 from pdd_plan.loaders.input_files import path_exists
+from pdd_plan.loaders.prices_apply import scenario_with_prices
 from pdd_plan.loaders.scenario_cache import decode_cache_options
 from pdd_plan.loaders.scenario_demand import scenario_sla, scenario_workload
 from pdd_plan.loaders.scenario_kv import (
@@ -20,6 +21,7 @@ from pdd_plan.loaders.scenario_kv import (
 from pdd_plan.loaders.scenario_lists import offer, refuse_repeats, wan_links
 from pdd_plan.loaders.scenario_model import scenario_model
 from pdd_plan.loaders.scenario_routing import short_output_cutoff
+from pdd_plan.loaders.scenario_spares import spare_nodes_per_role
 from pdd_plan.loaders.strict import Node, Problems, did_you_mean, load_yaml
 from pdd_plan.model import scenario as sc
 from pdd_plan.model.deployment import ARCHITECTURE_ROLES
@@ -234,6 +236,7 @@ def _costs(node: Node) -> sc.Costs:
             "pue",
             "amortization_years",
             "charge_whole_nodes",
+            "spares",
         )
     )
     if f is None:
@@ -246,6 +249,7 @@ def _costs(node: Node) -> sc.Costs:
             default=sc.Costs.amortization_years, minimum=0, exclusive_minimum=True, maximum=30
         ),
         f["charge_whole_nodes"].boolean(default=False),
+        spare_nodes_per_role(f["spares"]),
     )
 
 
@@ -335,6 +339,7 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
             "costs",
             "engine",
             "architectures",
+            "prices",
         ),
     )
     problems.raise_if_any()
@@ -369,6 +374,7 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
         source_file=str(path),
         model_file=model_file,
     )
+    scenario = scenario_with_prices(scenario, root.value, f["prices"], catalog)
     problems.raise_if_any()
     if model:  # the model entry itself must load
         spec = catalog.model_at(model_file) if model_file else catalog.model(model)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pdd_plan.model.caches.cache_tier import CacheOptions
 from pdd_plan.model.compute.attention import KvLayout
 from pdd_plan.model.compute.engine_profile import IDENTITY, EngineProfile
+from pdd_plan.model.prices import NO_QUOTES, Quotes
 from pdd_plan.model.workload.workload import Distribution
 
 ROLES = ("prefill", "relay_decode", "main_decode", "decode", "colocated")
@@ -43,6 +44,8 @@ class Datacenter:
     power_budget_w: float | None = None
     budget_usd_per_hour: float | None = None
     name: str = ""  # the scenario's free-text name or location of the site (for the BOM)
+    # the site's quoted electricity tariff (scenario `prices.power`); None: costs.power_usd_per_kwh
+    power_usd_per_kwh: float | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,9 @@ class Costs:
     # refresh of GPU generations and the 5-6 years servers are depreciated over)
     amortization_years: float = 4.0
     charge_whole_nodes: bool = False  # charge the idle GPUs of a partly used rented node
+    # N+k: spare nodes the bill orders per role (role -> k; a role not named: 0); the BOM's
+    # order lines only, never the answer's hourly cost
+    spare_nodes_per_role: dict[str, int] = field(default_factory=dict)
 
 
 # Default token budget of one prefill step, per GPU of the instance: DeepSeek's and SGLang's
@@ -189,6 +195,9 @@ class Scenario:
     engine: Engine = field(default_factory=Engine)
     # a model entry file outside the catalog (scenario `model_file:`); `model` is its id
     model_file: str = ""
+    # the prices the user was quoted (model/prices.py), already applied to the fields above:
+    # where each was written, not a figure, so two scenarios pricing alike are equal
+    quotes: Quotes = field(default=NO_QUOTES, compare=False)
 
     def datacenter(self, dc_id: str) -> Datacenter:
         return next(dc for dc in self.datacenters if dc.id == dc_id)

@@ -149,17 +149,28 @@ class CostItem:
     usd_per_hour: float
 
 
-def power_usd_per_gpu_hour(scenario: Scenario, gpu: Gpu) -> float:
-    """Electricity of one GPU at full board power: TDP x PUE x the scenario's price."""
+def power_usd_per_kwh(scenario: Scenario, datacenter: str) -> float:
+    """The datacenter's electricity tariff: its quoted one (`prices.power`), else the
+    scenario's `costs.power_usd_per_kwh`."""
+    site = next((dc for dc in scenario.datacenters if dc.id == datacenter), None)
+    own = site.power_usd_per_kwh if site is not None else None
+    return scenario.costs.power_usd_per_kwh if own is None else own
+
+
+def power_usd_per_gpu_hour(scenario: Scenario, gpu: Gpu, datacenter: str) -> float:
+    """Electricity of one GPU at full board power: TDP x PUE x the datacenter's tariff."""
     kw = gpu.facility_power_w(scenario.costs.pue) / 1e3
-    return kw * scenario.costs.power_usd_per_kwh
+    return kw * power_usd_per_kwh(scenario, datacenter)
 
 
-def gpu_usd_per_gpu_hour(scenario: Scenario, offer: GpuOffer, gpu: Gpu) -> float:
-    """What one GPU of a datacenter's `offer` costs an hour: its rental, plus its electricity
-    when `costs.include_power`. The one price the optimiser's candidates, its search space
-    and the bill (`cost_items`, which lists the two parts apart) all use."""
-    power = power_usd_per_gpu_hour(scenario, gpu) if scenario.costs.include_power else 0.0
+def gpu_usd_per_gpu_hour(scenario: Scenario, offer: GpuOffer, gpu: Gpu, datacenter: str) -> float:
+    """What one GPU of `datacenter`'s `offer` costs an hour: its rental (quoted or the
+    catalog's), plus its electricity when `costs.include_power`. The one price the
+    optimiser's candidates, its search space and the bill (`cost_items`, which lists the two
+    parts apart) all use."""
+    power = 0.0
+    if scenario.costs.include_power:
+        power = power_usd_per_gpu_hour(scenario, gpu, datacenter)
     return offer.price_usd_per_gpu_hour + power
 
 
@@ -190,7 +201,7 @@ def cost_items(scenario: Scenario, deployment: Deployment, gpus, lines) -> list[
         items.append(CostItem("gpu_rental", g.datacenter, g.role, g.gpu, g.gpus, price,
                               g.gpus * price))  # fmt: skip
         if scenario.costs.include_power:
-            power = power_usd_per_gpu_hour(scenario, gpus[g.gpu])
+            power = power_usd_per_gpu_hour(scenario, gpus[g.gpu], g.datacenter)
             items.append(CostItem("power", g.datacenter, g.role, g.gpu, g.gpus, power,
                                   g.gpus * power))  # fmt: skip
     if scenario.costs.charge_whole_nodes:  # a rented node is paid whole, idle GPUs too

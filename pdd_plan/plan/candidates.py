@@ -151,7 +151,8 @@ def candidates(
                         model, gpu, n, scenario.kv_dtype, scenario.weight_dtype,
                         engine_profile=scenario.engine.profile,
                     )  # fmt: skip
-                    price = n * gpu_usd_per_gpu_hour(scenario, offer, gpu)  # power too, if on
+                    # rental (quoted or the catalog's), and power too, if on
+                    price = n * gpu_usd_per_gpu_hour(scenario, offer, gpu, dc.id)
                     power_w = n * gpu.facility_power_w(scenario.costs.pue)
                     why = _over_power(dc, power_w)
                     if not why and not inst.fits():

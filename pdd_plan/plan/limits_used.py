@@ -37,7 +37,7 @@ def uses(plans, d, cost_usd_per_hour: float) -> list[tuple[str, str, float, floa
         watts = sum(g.gpus * plans.power_w(g.gpu) for g in mine)
         limit = None if dc.power_budget_w is None else dc.power_budget_w / 1e3
         out.append(("power", f"{at}.power_budget_kw", watts / 1e3, limit))
-        prices = {o.gpu: plans.per_gpu_hour(o) for o in dc.gpus}
+        prices = {o.gpu: plans.per_gpu_hour(o, dc.id) for o in dc.gpus}
         spent = sum(g.gpus * prices[g.gpu] for g in mine) + _cache_spend(mine, d.policy, dc.id)
         out.append(("budget", f"{at}.budget_usd_per_hour", spent, dc.budget_usd_per_hour))
     budget = s.objective.budget_usd_per_hour

@@ -145,8 +145,8 @@ class Spaces:
                 most, limit = powered, f"within {dc.id}'s power budget"
         return most, limit
 
-    def per_gpu_hour(self, offer) -> float:
-        return gpu_usd_per_gpu_hour(self.scenario, offer, self.gpus[offer.gpu])
+    def per_gpu_hour(self, offer, datacenter: str) -> float:
+        return gpu_usd_per_gpu_hour(self.scenario, offer, self.gpus[offer.gpu], datacenter)
 
     def space(self, policy) -> Space:
         s, rate = self.scenario, self.floor_rps
@@ -176,7 +176,7 @@ class Spaces:
                     elif max(need) > most:
                         pruned[key] = f"{COUNT_LIMITED} {max(need)} instances, {most} {limit}"
                     else:
-                        price = n * self.per_gpu_hour(offer)
+                        price = n * self.per_gpu_hour(offer, dc.id)
                         ch = Choice(role, dc.id, gpu.id, n, price, max(need), most)
                         mine.append(ch)
                         bounds[ch] = tuple(found)
@@ -241,7 +241,7 @@ class Spaces:
                 if drawn > dc.power_budget_w * (1 + 1e-12):
                     return False
             if dc.budget_usd_per_hour is not None:
-                prices = {o.gpu: self.per_gpu_hour(o) for o in dc.gpus}
+                prices = {o.gpu: self.per_gpu_hour(o, dc.id) for o in dc.gpus}
                 spent = sum(g.gpus * prices[g.gpu] for g in groups if g.datacenter == dc.id)
                 spent += _cache_spend(groups, policy, dc.id)
                 if spent > dc.budget_usd_per_hour * (1 + 1e-12):

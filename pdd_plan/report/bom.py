@@ -13,6 +13,7 @@ import csv
 import io
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 
 from pdd_plan import __version__
 from pdd_plan.errors import visible
@@ -22,6 +23,8 @@ from pdd_plan.loaders.engine_profile import profile_facts
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.report.bom_items import HOURS_PER_YEAR, NO_PURCHASE_PRICE, NOT_INCLUDED, Bill, bill
+from pdd_plan.report.bom_orders import order_totals
+from pdd_plan.report.bom_quotes import quote_facts
 
 __all__ = ["HOURS_PER_YEAR", "COLUMNS", "bom_csv", "header_facts", "spreadsheet_safe"]
 
@@ -31,6 +34,11 @@ COLUMNS = (
     "unit_price_per", "cost_usd_per_hour", "cost_usd_per_month", "cost_usd_per_year",
     "one_time_usd", "purchase_usd", "counts_in", "price_source", "source_title",
     "source_reference", "source_accessed", "basis", "flag", "note",
+    # issue #25: order lines, power, quotes and rent or buy (added at the end: the columns
+    # above keep their places)
+    "node_config", "configuration", "spare_nodes", "power_kw", "kwh_per_year",
+    "lead_time_weeks", "contract_term_months", "quoted_by", "valid_until",
+    "break_even_months", "cheaper",
 )  # fmt: skip
 # cells written to the cent; every other number keeps 6 decimals (a unit price of power)
 _CENTS = {"cost_usd_per_month", "cost_usd_per_year", "one_time_usd", "purchase_usd"}
@@ -58,6 +66,8 @@ def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str
     cache = s.policy.decode_cache is not None  # its prices come from cache_tiers.yaml
     files = catalog_files(catalog.root, s.model, cache)
     gpus = sum(1 for f in files if f.parts[0] == "gpus")
+    nodes = sum(1 for f in files if f.parts[0] == "nodes")
+    ends = ["line_ends.yaml"] if Path("line_ends.yaml") in files else []
     models = [f.as_posix() for f in files if f.parts[0] == "models"]
     c = s.costs
     return [
@@ -67,7 +77,8 @@ def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str
         ("catalog_sha256", catalog_digest(catalog.root, s.model, cache)),
         ("catalog_files", ", ".join(["sources.yaml", "lines.yaml",
                                      *(["cache_tiers.yaml"] if cache else []),
-                                     f"gpus/*.yaml ({gpus} files)",
+                                     f"gpus/*.yaml ({gpus} files)", *ends,
+                                     *([f"nodes/*.yaml ({nodes} files)"] if nodes else []),
                                      *models]) + ", in that order (README: bill of materials)"),
         ("architecture", architecture),
         ("hourly_basis", "rental and lease prices; power "
@@ -76,9 +87,11 @@ def header_facts(s: Scenario, catalog, architecture: str) -> list[tuple[str, str
                          + "; idle GPUs of partly used nodes "
                          + ("charged" if c.charge_whole_nodes else "not charged")
                          + " (costs.charge_whole_nodes)"),
-        ("purchase_basis", f"GPU purchase price amortised over {c.amortization_years:g} years "
-                           "(costs.amortization_years) plus power; "
-                           f"{NO_PURCHASE_PRICE} is said where the catalog has none"),
+        ("purchase_basis", "order lines at the quoted node price, else the GPU purchase price "
+                           "(quoted, else the catalog's) x GPUs per node; rent or buy amortises "
+                           f"it over {c.amortization_years:g} years (costs.amortization_years) "
+                           f"plus power; {NO_PURCHASE_PRICE} is said where there is none"),
+        *quote_facts(s),
         ("hours", f"a month is {HOURS_PER_MONTH:g} h, a year {HOURS_PER_YEAR:g} h"),
         *provenance_facts(getattr(catalog, "overlay", None), s.model_file),  # not in the digest
         *profile_facts(s.engine.profile),  # a profile kept with --accept-poor-fit says so
@@ -89,10 +102,10 @@ def total_rows(b: Bill) -> list[dict]:
     """The three totals, and the hourly cost if the nodes were bought (when every GPU type
     has a sourced purchase price)."""
     unpriced = b.unpriced()
-    priced = " (GPU types with a sourced purchase price only; "
+    priced = " (GPU types with a purchase price only; "
     priced += f"{NO_PURCHASE_PRICE} for {', '.join(unpriced)})" if unpriced else "all priced)"
     purchase: dict = {"purchase_usd": b.total_purchase_usd,
-                      "note": "buying the ordered nodes' GPUs" + priced}  # fmt: skip
+                      "note": "the order lines' nodes, spares included" + priced}  # fmt: skip
     if unpriced and not b.priced():  # nothing to add up: an empty cell, not a price of $0
         purchase = {"note": f"not priced: {NO_PURCHASE_PRICE} for {', '.join(unpriced)}"}
     hourly = b.total_hourly_usd
@@ -102,7 +115,7 @@ def total_rows(b: Bill) -> list[dict]:
          "cost_usd_per_year": hourly * HOURS_PER_YEAR,
          "note": "rows counted in total_hourly: the answer's cost_usd_per_hour"},
         {"kind": "total", "item": "total_one_time", "one_time_usd": b.total_one_time_usd,
-         "note": "line installation, paid once"},
+         "note": "line installation (and the line-end optics where priced), paid once"},
         {"kind": "total", "item": "total_purchase", **purchase},
     ]  # fmt: skip
     if not unpriced:
@@ -132,7 +145,7 @@ def bom_csv(plan: dict, s: Scenario, catalog) -> str:
     for key, value in header_facts(s, catalog, plan["architecture"]):
         writer.writerow([f"# {key}", _cell(value), *pad])
     writer.writerow(COLUMNS)
-    for row in b.rows + not_included_rows() + total_rows(b):
+    for row in b.rows + not_included_rows() + order_totals(b.rows) + total_rows(b):
         writer.writerow([_cell(row.get(c, ""), c) for c in COLUMNS])
     return out.getvalue()
 

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.report.bom_items import NO_PURCHASE_PRICE, NOT_INCLUDED, Bill
+from pdd_plan.report.markdown_orders import (
+    configurations,
+    datacenter_totals,
+    line_end_table,
+    order_lines,
+)
 from pdd_plan.report.md_format import md_code, md_text, num, table, usd
 
 
@@ -33,7 +39,12 @@ def order_line(b: Bill) -> str:
     once = "no one-time cost (no line)"
     if any(r["kind"] == "line_install" for r in b.rows):
         once = f"one-time {usd(b.total_one_time_usd, False)} (line installation)"
-    return f"- **Order**: {nodes}; {once}; {_purchase_clause(b)} (section 9)."
+    orders = [r for r in b.rows if r["kind"] == "order"]
+    spares = sum(r["spare_nodes"] for r in orders)
+    kw = sum(r["power_kw"] for r in orders)
+    extra = f"; {spares:,} spare node{'s' if spares != 1 else ''} (costs.spares)" if spares else ""
+    return (f"- **Order**: {nodes}{extra}; power {num(kw)} kW at full draw; {once}; "
+            f"{_purchase_clause(b)} (section 9).")  # fmt: skip
 
 
 def _names(items: list[str]) -> str:
@@ -114,9 +125,9 @@ def _orders(b: Bill) -> list[str]:
 def _one_time(b: Bill) -> list[str]:
     rows = [[md_text(r["datacenter"]), md_text(r["product"]), f"{r['units']:,}",
              usd(r["unit_price_usd"], False) + _flag(r), usd(r["one_time_usd"], False)]
-            for r in b.rows if r["kind"] == "line_install"]  # fmt: skip
+            for r in b.rows if r["counts_in"] == "total_one_time"]  # fmt: skip
     rows.append(["**total one-time**", "", "", "", usd(b.total_one_time_usd, False)])
-    return table(["between", "line", "lines", "installation each", "one-time $"], rows)
+    return table(["where", "item", "units", "price each", "one-time $"], rows)
 
 
 def _purchase(b: Bill, years: float) -> list[str]:
@@ -129,25 +140,34 @@ def _purchase(b: Bill, years: float) -> list[str]:
             bought = (usd(r["unit_price_usd"], False), usd(r["purchase_usd"], False),
                       usd(r["cost_usd_per_hour"]))  # fmt: skip
         rows.append([md_text(r["datacenter"]), md_text(r["product"]), f"{r['units']:,}",
-                     usd(rent["cost_usd_per_hour"]), *bought])  # fmt: skip
+                     usd(rent["cost_usd_per_hour"]), *bought, *_verdict(r)])  # fmt: skip
     for r in (r for r in b.rows if r["kind"] == "cache_purchase"):
         bought = ("-", NO_PURCHASE_PRICE, "-")
         if r["flag"] != NO_PURCHASE_PRICE:
             bought = (usd(r["unit_price_usd"], False) + "/TB", usd(r["purchase_usd"], False),
                       usd(r["cost_usd_per_hour"]))  # fmt: skip
         rows.append([md_text(r["datacenter"]), md_text(r["product"]), f"{r['units']:,.4g} TB",
-                     "-", *bought])  # fmt: skip
-    rows.append(["**total purchase**", "", "", "", "", _purchase_total(b), ""])
+                     "-", *bought, "-", "-"])  # fmt: skip
+    rows.append(["**total purchase** (the order lines)", "", "", "", "", _purchase_total(b),
+                 "", "", ""])  # fmt: skip
     return table(["datacenter", "product", "GPUs (whole nodes)", "rent $/h (whole nodes)",
-                  "purchase per GPU", "purchase $", f"bought $/h ({num(years)} years + power)"],
-                 rows)  # fmt: skip
+                  "purchase per GPU", "purchase $", f"bought $/h ({num(years)} years + power)",
+                  "cheaper", "break-even"], rows)  # fmt: skip
+
+
+def _verdict(row: dict) -> tuple[str, str]:
+    """Rent or buy, and after how many months buying has paid for itself."""
+    if row.get("flag") == NO_PURCHASE_PRICE:
+        return "-", "-"
+    months = row.get("break_even_months", "")
+    return row["cheaper"], f"{months:,.1f} months" if months != "" else "never"
 
 
 def _sources(b: Bill) -> list[str]:
     seen, rows = set(), []
     for r in b.rows:
         key = (r["kind"], r["item"], r.get("price_source"))
-        if key in seen or r["kind"] == "nodes" or not r.get("price_source"):
+        if key in seen or r["kind"] in ("nodes", "line_port") or not r.get("price_source"):
             continue
         seen.add(key)
         rows.append([md_text(r["item"]), r["kind"].replace("_", " "),
@@ -162,17 +182,27 @@ def bom_section(data: dict, years: float) -> list[str]:
     what is not included."""
     b: Bill = data["bom"]
     out = [header_line(data["bom_header"]), "",
-           "Nodes to order: instances packed onto whole nodes per datacenter and GPU type; "
-           "the idle GPUs of the last node are stated (charged in the hourly total only with "
-           "`costs.charge_whole_nodes: true`).", ""]  # fmt: skip
+           "Order lines: one per datacenter and node configuration, the whole nodes that hold "
+           "the GPUs in use plus the spare nodes of `costs.spares` (N+k per role); power is the "
+           "nodes' maximum draw, a year's energy that draw x PUE x 8,760 h. A price is the "
+           "quoted node price, else the GPU purchase price (quoted, else the catalog's) x the "
+           "GPUs per node.", ""]  # fmt: skip
+    out += order_lines(b) + ["", "Configurations:", ""] + configurations(b)
+    out += ["", "Per datacenter:", ""] + datacenter_totals(b)
+    out += ["", "Nodes rented: instances packed onto whole nodes per datacenter and GPU type; "
+                "the idle GPUs of the last node are stated (charged in the hourly total only "
+                "with `costs.charge_whole_nodes: true`).", ""]  # fmt: skip
     out += _orders(b)
     if any(r["kind"] == "line_install" for r in b.rows):
         out += ["", "One-time costs:", ""] + _one_time(b)
+        out += ["", "Line ends (two per line):", ""] + line_end_table(b)
     else:  # nothing to install: no table of a $0 total
         out += ["", "One-time costs: none (the plan leases no line)."]
-    out += ["", f"Rent or buy: buying the same nodes at the catalog's sourced purchase price, "
-                f"amortised over {num(years)} years (`costs.amortization_years`), plus the "
-                "power of the GPUs in use; the hourly total above is rental.", ""]  # fmt: skip
+    out += ["", f"Rent or buy: buying the nodes in use at the purchase price (quoted, else the "
+                f"catalog's), amortised over {num(years)} years (`costs.amortization_years`), "
+                "plus the power of the GPUs in use, against renting them; break-even: the "
+                "months of rent less power the purchase costs. The hourly total above is "
+                "rental.", ""]  # fmt: skip
     out += _purchase(b, years)
     out += ["", "Where each price comes from (`bom.csv` carries the full title and note):", ""]
     out += _sources(b)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pdd_plan.model import scenario as sc
+from pdd_plan.report.resolved_prices import prices_section, spares
 
 
 def _round(value: float | None, scale: float = 1.0) -> float | int | None:
@@ -190,9 +191,12 @@ def scenario_json(scenario: sc.Scenario) -> dict:
                 "pue": s.costs.pue,
                 "amortization_years": s.costs.amortization_years,
                 "charge_whole_nodes": s.costs.charge_whole_nodes,
+                **spares(s),
             },
             "engine": _engine(s.engine),
             "architectures": list(s.architectures),
         }
     )
+    if prices_section(s):  # the quotes the run used (issue #25), in the section's shape
+        out["prices"] = prices_section(s)
     return out

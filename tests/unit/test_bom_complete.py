@@ -238,6 +238,8 @@ def test_header_rows_name_scenario_version_date_and_catalog_digest(tmp_path, mon
     digest = hashlib.sha256()
     names = ["sources.yaml", "lines.yaml"]
     names += sorted(f"gpus/{p.name}" for p in (CATALOG / "gpus").glob("*.yaml"))
+    names += ["line_ends.yaml"]  # the order hardware (issue #25): the order lines' figures
+    names += sorted(f"nodes/{p.name}" for p in (CATALOG / "nodes").glob("*.yaml"))
     names += ["models/qwen3_32b.yaml"]
     for name in names:
         digest.update(name.encode() + b"\0" + (CATALOG / name).read_bytes() + b"\0")
@@ -337,4 +339,7 @@ def test_with_every_gpu_priced_the_bom_gives_the_hourly_cost_if_bought(tmp_path)
     rented = 10 * (3.5 + tdp_kw * PUE * KWH_USD) + 3 * per_gpu_hour("h200_sxm") + line
     assert total(rows, "total_hourly", "cost_usd_per_hour") == pytest.approx(rented, abs=0.005)
     (dc_a,) = [r for r in rows if r["kind"] == "gpu_rental" and r["datacenter"] == "dc_a"]
-    assert dc_a["price_source"] == "scenario" and dc_a["flag"] == "scenario price"
+    # a price the scenario sets in place is a quote (issue #25): basis and flag say so, and
+    # the reference names the file and key path it is written at
+    assert (dc_a["price_source"], dc_a["basis"], dc_a["flag"]) == ("quote", "quoted", "quoted")
+    assert dc_a["source_reference"] == "s.yaml: datacenters[0].gpus[1].price_usd_per_gpu_hour"

@@ -29,6 +29,7 @@ from pdd_plan import __version__
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.catalog_overlay import overlay_dir
 from pdd_plan.loaders.engine_profile import OVERRIDE_ENV
+from pdd_plan.loaders.prices_apply import PRICES_ENV
 from pdd_plan.report.files import resolved, write_error
 
 JOURNAL_NAME = ".sweep-journal.jsonl"
@@ -84,6 +85,8 @@ def sweep_key(sweep, catalog_root: Path) -> str:
     overlay = overlay_dir()
     if overlay is not None:
         parts["catalog_overlay"] = _catalog_digest(overlay)
+    if os.environ.get(PRICES_ENV):  # --prices: another quote file is another sweep
+        parts["prices"] = _file_digest(os.environ[PRICES_ENV])
     model_file = sweep.data.get("model_file") if isinstance(sweep.data, dict) else None
     if isinstance(model_file, str):
         parts["model_file"] = _file_digest(Path(sweep.label).parent / Path(model_file).expanduser())

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.engine_profile import OVERRIDE_ENV
+from pdd_plan.loaders.prices_apply import PRICES_ENV
 from pdd_plan.stages.sweeping.sweep_points import Sweep, failed_row, run_point
 
 INSTALL_HINT = "pip install 'pdd-plan[ray]'"
@@ -36,7 +37,7 @@ def import_ray():
 def _connect(ray, address: str | None, jobs: int) -> bool:
     """Join the cluster at `address`, or start a local instance; True when started here
     (and so to be shut down here)."""
-    env = {OVERRIDE_ENV: os.environ[OVERRIDE_ENV]} if OVERRIDE_ENV in os.environ else {}
+    env = {k: os.environ[k] for k in (OVERRIDE_ENV, PRICES_ENV) if k in os.environ}
     runtime_env = {"env_vars": env} if env and address else None  # local workers inherit it
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True}
     if address is None:
