@@ -115,7 +115,7 @@ def test_report_draws_the_stages_build_reports(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(report_build, "build", fake_build)
     out = tmp_path / "r.html"
-    report(None, str(out), None, None, 30.0, None, None, None, True)
+    report(None, str(out), None, None, 30.0, None, None, None, None, True)
     captured = capsys.readouterr()
     assert "report: plot cases (2 processes)" in captured.err and "3/3" in captured.err
     assert "writing the files" in captured.err
