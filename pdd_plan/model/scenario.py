@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pdd_plan.model.caches.cache_tier import CacheOptions
 from pdd_plan.model.compute.attention import KvLayout
 from pdd_plan.model.compute.engine_profile import IDENTITY, EngineProfile
+from pdd_plan.model.workload.load_curve import LoadCurve
 from pdd_plan.model.workload.workload import Distribution
 
 ROLES = ("prefill", "relay_decode", "main_decode", "decode", "colocated")
@@ -83,6 +84,8 @@ class Workload:
     prefix_hit_rate: Distribution
     hit_rate_alternatives: dict[str, Distribution] = field(default_factory=dict)
     prefix_reuse: PrefixReuse | None = None  # MD cache's LRU curve (model/decode_cache.py)
+    # the offered rate period by period (model/workload/load_curve.py); None: one rate
+    load_curve: LoadCurve | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pdd_plan.model import scenario as sc
+from pdd_plan.model.workload.load_curve import iso_utc
 
 
 def _round(value: float | None, scale: float = 1.0) -> float | int | None:
@@ -96,6 +97,8 @@ def _workload(w: sc.Workload) -> dict:
         out["prefix_hit_rate_alternatives"] = {
             name: _distribution(d) for name, d in w.hit_rate_alternatives.items()
         }
+    if w.load_curve is not None:  # written inline, whatever file it came from
+        out["load_curve"] = _load_curve(w.load_curve)
     if w.prefix_reuse is not None:  # MD cache's LRU curve (model/decode_cache.py)
         r = w.prefix_reuse
         out["prefix_reuse"] = {
@@ -103,6 +106,27 @@ def _workload(w: sc.Workload) -> dict:
             "resident_frac": list(r.resident_frac),
             "at_arrival_rate_per_s": r.at_arrival_rate_per_s,
         }
+    return out
+
+
+def _load_curve(curve) -> list[dict]:
+    """The periods as a scenario writes them: `start` times where the curve has an origin,
+    else `start_h`; whole minutes as `duration_min` (exact), else `duration_h`."""
+    out = []
+    for p in curve.periods:
+        if curve.origin_unix_s is None:
+            period = {"start_h": _round(p.start_s / 3600)}
+        else:
+            period = {"start": iso_utc(curve.origin_unix_s + p.start_s)}
+        if float(p.duration_s / 60).is_integer():
+            period["duration_min"] = int(p.duration_s / 60)
+        else:
+            period["duration_h"] = _round(p.duration_s / 3600)
+        period["arrival_rate_per_s"] = p.arrival_rate_per_s
+        for key in ("prefix_hit_rate", "input_tokens", "output_tokens"):
+            if getattr(p, key) is not None:
+                period[key] = _distribution(getattr(p, key))
+        out.append(period)
     return out
 
 
