@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pdd_plan.model.caches.cache_tier import CacheOptions
+from pdd_plan.model.capacity_classes import CapacityClasses
 from pdd_plan.model.compute.attention import KvLayout
 from pdd_plan.model.compute.engine_profile import IDENTITY, EngineProfile
 from pdd_plan.model.workload.load_curve import LoadCurve
@@ -134,6 +135,9 @@ class Costs:
     # refresh of GPU generations and the 5-6 years servers are depreciated over)
     amortization_years: float = 4.0
     charge_whole_nodes: bool = False  # charge the idle GPUs of a partly used rented node
+    # reserved / on-demand / spot prices (model/capacity_classes.py): what a plan over a
+    # load curve buys its GPUs in; a single-rate plan is priced on-demand
+    capacity_classes: CapacityClasses = field(default_factory=CapacityClasses)
 
 
 # Default token budget of one prefill step, per GPU of the instance: DeepSeek's and SGLang's

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pdd_plan.model import scenario as sc
+from pdd_plan.model.capacity_classes import CapacityClasses
 from pdd_plan.model.workload.load_curve import iso_utc
 
 
@@ -130,6 +131,37 @@ def _load_curve(curve) -> list[dict]:
     return out
 
 
+def _capacity_classes(c: CapacityClasses) -> dict:
+    """`capacity_classes`, where it is not the default (model/capacity_classes.py)."""
+    if c == CapacityClasses():
+        return {}
+    out = {"reserved": {"price_frac": c.reserved_price_frac, "term_years": c.reserved_term_years,
+                        "basis": c.reserved_basis}}  # fmt: skip
+    if c.spot is not None:
+        out["spot"] = _spot(c.spot)
+    offers = []
+    for (dc, gpu), o in c.by_offer.items():
+        offer = {"datacenter": dc, "gpu": gpu, "reserved_price_frac": o.reserved_price_frac}
+        offer["spot"] = o.spot is not None
+        if o.spot is not None:
+            offer.update({f"spot_{k}": v for k, v in _spot(o.spot).items() if k != "basis"})
+        offers.append(offer)
+    if offers:
+        out["offers"] = offers
+    return {"capacity_classes": out}
+
+
+def _spot(t) -> dict:
+    return {
+        "price_frac": t.price_frac,
+        "interruptions_per_hour": t.interruptions_per_hour,
+        "replacement_min": _round(t.replacement_s / 60),
+        "confidence": t.confidence,
+        "max_share_frac": t.max_share_frac,
+        "basis": t.basis,
+    }
+
+
 def _sla(sla: sc.Sla) -> dict:
     out = {f"ttft_p{_percentile_key(p)}_s": _round(v) for p, v in sla.ttft_s.items()}
     out.update({f"tpot_p{_percentile_key(p)}_ms": _round(v, 1e3) for p, v in sla.tpot_s.items()})
@@ -214,6 +246,7 @@ def scenario_json(scenario: sc.Scenario) -> dict:
                 "pue": s.costs.pue,
                 "amortization_years": s.costs.amortization_years,
                 "charge_whole_nodes": s.costs.charge_whole_nodes,
+                **_capacity_classes(s.costs.capacity_classes),
             },
             "engine": _engine(s.engine),
             "architectures": list(s.architectures),
