@@ -81,7 +81,8 @@ def _spot_terms(f: dict[str, Node], base: SpotTerms) -> SpotTerms:
     """Spot terms from their nodes by short name (`spot.price_frac`, or an offer's
     `spot_price_frac`), `base`'s where absent."""
     replacement_min = f["replacement_min"].number(minimum=0, maximum=24 * 60)
-    given = any(not f[k].is_missing for k in _SPOT_KEYS)
+    figures = [k for k in ("price_frac", "interruptions_per_hour", "replacement_min")
+               if not f[k].is_missing]  # fmt: skip
     basis = f["basis"].string(default=None)
     return SpotTerms(
         price_frac=_price_frac(f["price_frac"], base.price_frac),
@@ -93,8 +94,17 @@ def _spot_terms(f: dict[str, Node], base: SpotTerms) -> SpotTerms:
         max_share_frac=f["max_share_frac"].number(
             default=base.max_share_frac, minimum=0, exclusive_minimum=True, maximum=1.0
         ),
-        basis=basis or ("the scenario's figures" if given else base.basis),
+        basis=basis or _basis(figures, base.basis),
     )
+
+
+def _basis(figures: list[str], assumed: str) -> str:
+    """Where spot's figures come from, when the scenario does not say."""
+    if not figures:
+        return assumed
+    if len(figures) == 3:
+        return "the scenario's figures"
+    return f"the scenario's {', '.join(figures)}; the rest {assumed}"
 
 
 def _offer(item: Node, classes: CapacityClasses, datacenters):
