@@ -48,3 +48,23 @@ def test_a_scenario_without_a_curve_is_one_error_line(run_cli):
     assert done.returncode == 2
     assert done.stderr.startswith("error: ") and "workload.load_curve" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow  # the day's schedule and 24 boundary replays: about 15 s
+def test_the_diurnal_day_meets_the_sla_every_hour_in_a_replay(run_cli):
+    """Each hour replayed from its boundary (the new hour's rate, counts changing there),
+    new instances serving from the boundary (ordered a lag ahead)."""
+    done = run_cli(
+        "simulate", str(EXAMPLES / "diurnal.yaml"), "--schedule", "--lag-min", "2",
+        "--order-ahead", "--settle-min", "1", "--format", "json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    replay = json.loads(done.stdout)["replay"]
+    assert replay["sla_met_periods"] == 24 and len(replay["periods"]) == 24
+    assert all(p["requests"] >= 2000 for p in replay["periods"])
+    assert replay["order_ahead_usd_per_month"] > 0
+
+
+def test_simulate_needs_a_plan_or_the_schedule(run_cli):
+    done = run_cli("simulate", "default")
+    assert done.returncode == 2 and "--schedule" in done.stderr

@@ -35,6 +35,7 @@ class ScheduleFiles:
     schedule_csv: str
     bom_csv: str
     resolved_scenario: dict
+    run: object | None = None  # plan.schedule.ScheduleResult: the replay starts from it
 
 
 def curve_scenario(scenario: str | Path | None, catalog: Catalog) -> Scenario:
@@ -78,7 +79,7 @@ def schedule_scenario(
     out["baseline"] = parts.baseline_json(s, r, catalog, resolution, time_limit_s)
     out["curve"] = parts.curve_json(r.curve)
     files = ScheduleFiles(schedule_csv(out), parts.committed_bom(out["plan"], s, r, catalog),
-                          scenario_json(s))  # fmt: skip
+                          scenario_json(s), r)  # fmt: skip
     return out, files
 
 
