@@ -236,3 +236,23 @@ def test_the_examples_load_the_same_day_from_yaml_and_from_prometheus():
     assert shape(inline) == shape(exported) and len(inline.periods) == 24
     assert inline.peak_rate_per_s == 4 * inline.trough_rate_per_s  # the 4:1
     assert exported.origin_unix_s == 1_748_822_400  # 2025-06-02T00:00:00Z
+
+
+def test_validate_summarises_the_curve(tmp_path):
+    from pdd_plan.loaders.catalog import Catalog
+    from pdd_plan.report.curve_view import curve_line
+    from pdd_plan.report.views import scenario_summary
+
+    catalog = Catalog()
+    d = scenario_summary(load_scenario(scenario_with(tmp_path, inline_periods()), catalog),
+                         catalog)  # fmt: skip
+    c = d["load_curve"]
+    assert (c["periods"], c["cycle_hours"], c["trough_rate_per_s"], c["peak_rate_per_s"]) == (
+        3,
+        3.0,
+        12.0,
+        30.0,
+    )
+    assert "12 to 30 req/s (peak/trough 2.5)" in curve_line(c)
+    assert "load_curve" not in scenario_summary(load_scenario(resolve_scenario_path("default"),
+                                                              catalog), catalog)  # fmt: skip

@@ -28,7 +28,7 @@ TINY = Path(__file__).resolve().parents[1] / "sweep" / "tiny.yaml"
 DAY = ((0, 10.0), (6, 20.0), (12, 40.0), (18, 20.0))
 
 
-def curve_file(tmp_path, rates=DAY, costs=None) -> Path:
+def curve_file(tmp_path, rates=DAY, costs=None) -> Path:  # six-hour periods
     data = yaml.safe_load(TINY.read_text())
     del data["workload"]["arrival_rate_per_s"]
     data["workload"]["load_curve"] = [
@@ -177,3 +177,14 @@ def test_a_scenario_without_a_curve_is_refused(catalog):
     with pytest.raises(InputError) as caught:
         schedule_scenario(TINY, catalog=catalog)
     assert caught.value.problems[0].key_path == "workload.load_curve"
+
+
+@pytest.mark.slow  # the schedule's bounds and the busiest period's solve: about 2 s
+def test_no_schedule_names_the_busiest_periods_shortfall_in_strict_json(tmp_path, catalog):
+    import json
+
+    answer, files = schedule_scenario(curve_file(tmp_path, ((0, 10.0), (6, 400.0))),
+                                      catalog=catalog)  # fmt: skip
+    assert files is None and answer["status"] == "infeasible"
+    assert "the busiest (400 req/s) alone" in answer["reason"]
+    json.dumps(answer, allow_nan=False)  # no Infinity in the bound

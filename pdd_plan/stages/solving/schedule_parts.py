@@ -164,13 +164,6 @@ def classes_json(s, r) -> dict:
     return out
 
 
-def curve_json(curve) -> dict:
-    return {"periods": len(curve.periods), "cycle_hours": curve.horizon_hours,
-            "peak_rate_per_s": curve.peak_rate_per_s,
-            "trough_rate_per_s": curve.trough_rate_per_s,
-            "mean_rate_per_s": curve.mean_rate_per_s, "source": curve.source}  # fmt: skip
-
-
 def committed_bom(plan: dict, s, r, catalog) -> str:
     """The bill of materials of the committed base (reserved instances, lines, cache),
     priced at each offer's reserved price."""
@@ -187,8 +180,27 @@ def committed_bom(plan: dict, s, r, catalog) -> str:
     return bom_csv(plan, reserved, catalog)
 
 
-def no_plan_reason(r) -> str:
-    if r.status == "infeasible":
-        return ("no structure (architecture, GPU types and shapes per role, lines) meets the "
-                "SLA in every period of the curve")  # fmt: skip
-    return f"no plan found before the {r.stopped_by or 'time limit'}; nothing proven"
+NO_STRUCTURE = (
+    "no structure (architecture, GPU types and shapes per role, lines) meets the SLA in "
+    "every period of the curve"
+)
+
+
+def no_plan_reason(r, s, catalog, resolution, time_limit_s) -> str:
+    """Why no schedule: where the busiest period alone has no plan either, its shortfall
+    as `solve` names it (the limit and by how much)."""
+    if r.status != "infeasible":
+        return f"no plan found before the {r.stopped_by or 'time limit'}; nothing proven"
+    from pdd_plan.stages.solving.infeasible import answer
+    from pdd_plan.stages.solving.solve_service import solve_choosing
+
+    peak = max(r.curve.periods, key=lambda p: p.arrival_rate_per_s)
+    ps = period_scenario(s, peak)
+    try:
+        solved, files = solve_choosing(ps, catalog, resolution, time_limit_s)
+    except InfeasibleError as exc:
+        return f"{NO_STRUCTURE}: the busiest ({peak.arrival_rate_per_s:g} req/s) alone: {exc}"
+    if solved["status"] != "infeasible":
+        return f"{NO_STRUCTURE} (each busiest period has a plan, no one structure serves all)"
+    why = answer(ps, None, solved, files.solved_each, catalog, resolution, time_limit_s)
+    return f"{NO_STRUCTURE}: the busiest ({peak.arrival_rate_per_s:g} req/s) alone: {why['reason']}"

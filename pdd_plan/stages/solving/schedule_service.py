@@ -20,9 +20,11 @@ from pdd_plan.loaders.catalog import Catalog
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
 from pdd_plan.model.deployment import Deployment, InstanceGroup
 from pdd_plan.model.deployment_json import plan_json
+from pdd_plan.model.metrics import json_safe
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.units import HOURS_PER_MONTH
 from pdd_plan.model.workload.workload import DEFAULT_RESOLUTION
+from pdd_plan.report.curve_view import curve_summary
 from pdd_plan.report.resolved import scenario_json
 from pdd_plan.report.schedule_view import schedule_csv
 from pdd_plan.stages.solving import schedule_parts as parts
@@ -69,15 +71,16 @@ def schedule_scenario(
                       time_limit_s)  # fmt: skip
     out = {"scenario": s.name, "status": r.status, "solver": _solver(r, time_limit_s)}
     if r.structure is None:
-        out["reason"] = parts.no_plan_reason(r)
-        return out, None
+        out["reason"] = parts.no_plan_reason(r, s, catalog, resolution, time_limit_s)
+        return json_safe(out), None
     base = committed_base(r)
     out["plan"] = plan_json(base)
     out["capacity_classes"] = parts.classes_json(s, r)
     out["schedule"] = parts.periods_json(s, r, catalog, resolution)
     out["cost"] = parts.cost_json(r)
     out["baseline"] = parts.baseline_json(s, r, catalog, resolution, time_limit_s)
-    out["curve"] = parts.curve_json(r.curve)
+    out["curve"] = curve_summary(r.curve)
+    out = json_safe(out)  # JSON has no infinity: an unbounded figure is null
     files = ScheduleFiles(schedule_csv(out), parts.committed_bom(out["plan"], s, r, catalog),
                           scenario_json(s), r)  # fmt: skip
     return out, files
@@ -103,7 +106,7 @@ def _solver(r, time_limit_s: float) -> dict:
         "wall_s": r.wall_s,
         "structures": r.structures,
         "structures_sized": r.checked,
-        "cost_at_least_usd_per_month": r.bound_usd * months if r.bound_usd else 0.0,
+        "cost_at_least_usd_per_month": r.bound_usd * months,
         "stopped_by": r.stopped_by,
         "time_limit_s": time_limit_s,
     }
