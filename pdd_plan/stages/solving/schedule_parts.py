@@ -201,6 +201,6 @@ def no_plan_reason(r, s, catalog, resolution, time_limit_s) -> str:
     except InfeasibleError as exc:
         return f"{NO_STRUCTURE}: the busiest ({peak.arrival_rate_per_s:g} req/s) alone: {exc}"
     if solved["status"] != "infeasible":
-        return f"{NO_STRUCTURE} (each busiest period has a plan, no one structure serves all)"
+        return f"{NO_STRUCTURE} (the busiest period alone has a plan; no one structure serves all)"
     why = answer(ps, None, solved, files.solved_each, catalog, resolution, time_limit_s)
     return f"{NO_STRUCTURE}: the busiest ({peak.arrival_rate_per_s:g} req/s) alone: {why['reason']}"
