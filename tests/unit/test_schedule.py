@@ -188,3 +188,22 @@ def test_no_schedule_names_the_busiest_periods_shortfall_in_strict_json(tmp_path
     assert files is None and answer["status"] == "infeasible"
     assert "the busiest (400 req/s) alone" in answer["reason"]
     json.dumps(answer, allow_nan=False)  # no Infinity in the bound
+
+
+def test_a_class_discounts_the_rental_and_power_is_paid_in_full(catalog):
+    from pdd_plan.model.capacity_classes import SpotTerms
+    from pdd_plan.model.setup import power_usd_per_gpu_hour
+    from pdd_plan.plan.schedule import _prices
+    from pdd_plan.plan.space import Choice
+
+    s = load_scenario(TINY, catalog)
+    classes = dataclasses.replace(s.costs.capacity_classes, spot=SpotTerms(price_frac=0.3))
+    s = dataclasses.replace(s, costs=dataclasses.replace(s.costs, include_power=True,
+                                                         capacity_classes=classes))  # fmt: skip
+    power = 2 * power_usd_per_gpu_hour(s, catalog.gpus["h100_sxm"])
+    rental = 2 * s.datacenters[0].gpus[0].price_usd_per_gpu_hour
+    choice = Choice("prefill", "dc_a", "h100_sxm", 2, rental + power, 1, 10)
+    p = _prices(choice, s, catalog.gpus)
+    assert p.on_demand_usd_per_hour == pytest.approx(rental + power)
+    assert p.reserved_usd_per_hour == pytest.approx(0.6 * rental + power)
+    assert p.spot_usd_per_hour == pytest.approx(0.3 * rental + power)
