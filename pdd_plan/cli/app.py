@@ -56,6 +56,11 @@ COMMANDS = {
         "solve",
         "Choose P, RLD and MD instances, GPU types, line tiers and routing policy.",
     ),
+    "schedule": Lazy(
+        _CLI + "schedule_cmd",
+        "schedule",
+        "Plan over a day's load: reserved base, on-demand and spot top-ups, hour by hour.",
+    ),
     "compare": Lazy(
         _CLI + "compare_cmd",
         "compare",

@@ -78,6 +78,10 @@ def validate(
     )
     for arch, where in d["placements"].items():
         console.print(f"  {arch}: {safe(where)}")
+    if "load_curve" in d:
+        from pdd_plan.report.curve_view import curve_line
+
+        console.print(safe(curve_line(d["load_curve"])))
 
 
 @app.command("template")

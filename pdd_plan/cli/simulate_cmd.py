@@ -14,7 +14,9 @@ from pdd_plan.cli.progress import bars, progress_option, step
 
 def simulate(
     scenario: str = typer.Argument(..., help="a scenario file or shipped name"),
-    plan: str = typer.Argument(..., help="a plan file (YAML with the `plan` keys)"),
+    plan: str = typer.Argument(
+        None, help="a plan file (YAML with the `plan` keys); none with --schedule"
+    ),
     requests: int = bounded(
         20_000, "--requests", low=1, high=MAX_REQUESTS, help="requests to simulate"
     ),
@@ -36,12 +38,40 @@ def simulate(
         None, "--trace-out", help="write a per-request CSV, .csv (times of every stage)"
     ),
     progress: bool = progress_option(),
+    schedule: bool = typer.Option(
+        False,
+        "--schedule",
+        help="replay the plan `pdd-plan schedule` makes for the scenario's load curve, "
+        "each period from its boundary (docs/load-curves.md)",
+    ),
+    lag_min: float = bounded(
+        10.0,
+        "--lag-min",
+        low=0,
+        high=1440,
+        help="with --schedule: minutes an instance ordered at a boundary takes to serve",
+    ),  # fmt: skip
+    settle_min: float = bounded(
+        5.0,
+        "--settle-min",
+        low=0.5,
+        high=1440,
+        help="with --schedule: minutes measured after the lag",
+    ),  # fmt: skip
+    order_ahead: bool = typer.Option(
+        False, "--order-ahead", help="with --schedule: order a period's new instances a lag early"
+    ),
 ) -> None:
     """Simulate a deployment request by request: the metrics of `evaluate`, with 95 %
     confidence intervals, from a seeded discrete-event run."""
     from pdd_plan.loaders.engine_profile import use_engine_profile
 
     use_engine_profile(engine_profile)  # checked first; every scenario loaded takes it
+    if schedule or plan is None:
+        from pdd_plan.cli.replay_cmd import replay
+
+        replay(scenario, plan, schedule, lag_min, settle_min, order_ahead, seed, format)
+        return
     from pdd_plan.model.deployment_json import plan_json
     from pdd_plan.report.streamed import streamed_text
     from pdd_plan.sim.entry import simulate_plan

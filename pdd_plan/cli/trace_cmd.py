@@ -3,6 +3,7 @@ as a summary and as a scenario `workload:` block."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -225,6 +226,15 @@ def analyze(
         None, "--base", help="base scenario for --scenario-out (default: default)"
     ),
     plot: str = typer.Option(None, "--plot", help="hit rate against capacity, .svg or .png"),
+    load_curve_out: str = typer.Option(
+        None,
+        "--load-curve",
+        help="write the arrival rate (and, with prefix hashes, the hit mix) per period as a "
+        "load curve file (.yaml) for workload.load_curve: {file: ...}",
+    ),
+    period_min: float = bounded(
+        60.0, "--period-min", low=1, high=1440, help="the load curve's period in minutes"
+    ),
     format: Format = typer.Option(Format.table, "--format", help=FORMAT_HELP),
 ) -> None:
     """Prefix hit rate (LRU replay), arrival rate, burstiness and lengths of a trace."""
@@ -238,10 +248,10 @@ def analyze(
     )
 
     _check_options(cache_unit, dist, block_tokens, plot, scenario_out, base)
-    outs = {"--workload-out": workload_out, "--scenario-out": scenario_out, "--plot": plot}
-    check_outputs(
-        [file, base], outs, formats={"--workload-out": YAML_ONLY, "--scenario-out": YAML_ONLY}
-    )
+    outs = {"--workload-out": workload_out, "--scenario-out": scenario_out, "--plot": plot,
+            "--load-curve": load_curve_out}  # fmt: skip
+    yaml_outs = ("--workload-out", "--scenario-out", "--load-curve")
+    check_outputs([file, base], outs, formats=dict.fromkeys(yaml_outs, YAML_ONLY))
     capacities = tuple(
         _to_blocks(parse_capacity(c, "--cache-capacity"), cache_unit, block_tokens)
         for c in cache_capacity.split(",")
@@ -282,8 +292,12 @@ def analyze(
         whole = outputs.get(scenario_out) or scenario_yaml(
             scenario_with_workload("default", block, Path(file).stem)[0]
         )
-        named = " and ".join(f"{o} {p}" for o, p in outs.items() if p and o != "--plot")
+        named = " and ".join(
+            f"{o} {p}" for o, p in outs.items() if p and o not in ("--plot", "--load-curve")
+        )
         check_reads_back(file, checked_base, named, whole)
+    if load_curve_out:
+        outputs[load_curve_out] = _load_curve_text(analysis, period_min, file)
     figure = None
     if plot:
         from pdd_plan.report.trace_plot import hit_vs_capacity_figure
@@ -300,3 +314,22 @@ def analyze(
         print_structured(json_safe(result), format)  # no NaN: an undefined figure is null
     else:
         print_result(result)
+
+
+def _load_curve_text(analysis, period_min: float, trace: str) -> str:
+    """The load curve file, checked to read back as the scenario loader reads it."""
+    import tempfile
+
+    from pdd_plan.loaders.load_curve_files import read_curve_file
+    from pdd_plan.loaders.trace_curve import curve_periods, curve_yaml
+
+    periods, left_out = curve_periods(analysis, period_min * 60.0)
+    text = curve_yaml(analysis, periods, left_out)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "curve.yaml"
+        path.write_text(text, encoding="utf-8")
+        try:
+            read_curve_file(path)
+        except InputError as exc:  # what it writes, it must read back
+            raise InputError([dataclasses.replace(p, file=trace) for p in exc.problems]) from None
+    return text

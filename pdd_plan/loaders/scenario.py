@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from pdd_plan.errors import InputError
+from pdd_plan.loaders.capacity_classes import capacity_classes
 from pdd_plan.loaders.catalog import Catalog, data_dir
 from pdd_plan.loaders.engine_profile import scenario_profile
 from pdd_plan.loaders.input_files import path_exists
@@ -226,7 +227,7 @@ def _policy(node: Node, catalog: Catalog) -> sc.Policy:
     )
 
 
-def _costs(node: Node) -> sc.Costs:
+def _costs(node: Node, datacenters: list[sc.Datacenter]) -> sc.Costs:
     if node.is_missing:
         return sc.Costs()
     f = node.mapping(
@@ -237,6 +238,7 @@ def _costs(node: Node) -> sc.Costs:
             "amortization_years",
             "charge_whole_nodes",
             "spares",
+            "capacity_classes",
         )
     )
     if f is None:
@@ -250,6 +252,7 @@ def _costs(node: Node) -> sc.Costs:
         ),
         f["charge_whole_nodes"].boolean(default=False),
         spare_nodes_per_role(f["spares"]),
+        capacity_classes(f["capacity_classes"], datacenters),  # plans over a load curve
     )
 
 
@@ -368,7 +371,7 @@ def load_scenario(path: Path | str, catalog: Catalog | None = None) -> sc.Scenar
         sla=scenario_sla(f["sla"]),
         objective=_objective(f["objective"], workload.arrival_rate_per_s if workload else None),
         policy=_policy(f["policy"], catalog),
-        costs=_costs(f["costs"]),
+        costs=_costs(f["costs"], datacenters),
         engine=scenario_profile(_engine(f["engine"]), f["engine"], path),
         architectures=_architectures(f["architectures"], datacenters, datacenters_ok),
         source_file=str(path),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from pdd_plan.loaders.distributions import bins_carry_all, distribution, joint_lengths
+from pdd_plan.loaders.load_curve_source import load_curve
 from pdd_plan.loaders.scenario_routing import prefix_reuse
 from pdd_plan.loaders.strict import Node, did_you_mean
 from pdd_plan.model import scenario as sc
@@ -25,15 +26,21 @@ def scenario_workload(node: Node) -> sc.Workload | None:
     raw_hits = node.value.get("prefix_hit_rate") if isinstance(node.value, dict) else None
     own = tuple(k for k in ("input_tokens", "output_tokens") if bins_carry_all(raw_hits, k))
     lengths = tuple(k for k in ("input_tokens", "output_tokens") if k not in own)
+    # with a load curve, the single rate (solve's) defaults to the curve's peak
+    curved = isinstance(node.value, dict) and node.value.get("load_curve") is not None
     f = node.mapping(
-        required=("arrival_rate_per_s", *lengths, "prefix_hit_rate"),
-        optional=("burstiness_cv2", "prefix_hit_rate_alternatives", "prefix_reuse", *own),
-    )
+        required=(*(() if curved else ("arrival_rate_per_s",)), *lengths, "prefix_hit_rate"),
+        optional=("burstiness_cv2", "prefix_hit_rate_alternatives", "prefix_reuse", *own,
+                  "load_curve", *(("arrival_rate_per_s",) if curved else ())),
+    )  # fmt: skip
     if f is None:
         return None
+    curve = load_curve(f["load_curve"])
     rate = f["arrival_rate_per_s"].number(
-        required=True, minimum=sc.MIN_ARRIVAL_RATE_PER_S, maximum=1e7, unit="req/s"
+        required=not curved, minimum=sc.MIN_ARRIVAL_RATE_PER_S, maximum=1e7, unit="req/s"
     )
+    if rate is None and curve is not None and f["arrival_rate_per_s"].is_missing:
+        rate = max(curve.peak_rate_per_s, sc.MIN_ARRIVAL_RATE_PER_S)
     cv2 = f["burstiness_cv2"].number(default=1.0, minimum=0, maximum=1e3)
     for k in own:
         if not f[k].is_missing:  # it would be read by no bin
@@ -57,9 +64,10 @@ def scenario_workload(node: Node) -> sc.Workload | None:
             if parsed is not None:
                 alternatives[name] = parsed
     reuse = prefix_reuse(f["prefix_reuse"])
-    if None in (rate, inputs, outputs, hits):
+    if None in (rate, inputs, outputs, hits) or (curved and curve is None):
         return None
-    return sc.Workload(rate, cv2, inputs, outputs, hits, alternatives, prefix_reuse=reuse)
+    return sc.Workload(rate, cv2, inputs, outputs, hits, alternatives, prefix_reuse=reuse,
+                       load_curve=curve)  # fmt: skip
 
 
 def scenario_sla(node: Node) -> sc.Sla | None:

@@ -66,6 +66,7 @@ class TraceAnalysis:
     by_capacity: list[CacheResult] = field(default_factory=list)
     out_of_order: int = 0  # requests earlier than the one before them (replayed in file order)
     reuse: ReuseCurve | None = None  # MD's LRU curve for `workload.prefix_reuse`
+    arrival_s: np.ndarray | None = None  # per request, file order (a load curve's rates)
 
 
 def analyze(
@@ -131,6 +132,7 @@ def analyze(
         by_capacity=[results[c] for c in dict.fromkeys(capacities_blocks)] if has_hashes else [],
         out_of_order=out_of_order,
         reuse=reuse,
+        arrival_s=np.frombuffer(arrival_s, float),
     )
 
 

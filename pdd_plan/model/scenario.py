@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pdd_plan.model.caches.cache_tier import CacheOptions
+from pdd_plan.model.capacity_classes import CapacityClasses
 from pdd_plan.model.compute.attention import KvLayout
 from pdd_plan.model.compute.engine_profile import IDENTITY, EngineProfile
 from pdd_plan.model.prices import NO_QUOTES, Quotes
+from pdd_plan.model.workload.load_curve import LoadCurve
 from pdd_plan.model.workload.workload import Distribution
 
 ROLES = ("prefill", "relay_decode", "main_decode", "decode", "colocated")
@@ -86,6 +88,8 @@ class Workload:
     prefix_hit_rate: Distribution
     hit_rate_alternatives: dict[str, Distribution] = field(default_factory=dict)
     prefix_reuse: PrefixReuse | None = None  # MD cache's LRU curve (model/decode_cache.py)
+    # the offered rate period by period (model/workload/load_curve.py); None: one rate
+    load_curve: LoadCurve | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,9 @@ class Costs:
     # N+k: spare nodes the bill orders per role (role -> k; a role not named: 0); the BOM's
     # order lines only, never the answer's hourly cost
     spare_nodes_per_role: dict[str, int] = field(default_factory=dict)
+    # reserved / on-demand / spot prices (model/capacity_classes.py): what a plan over a
+    # load curve buys its GPUs in; a single-rate plan is priced on-demand
+    capacity_classes: CapacityClasses = field(default_factory=CapacityClasses)
 
 
 # Default token budget of one prefill step, per GPU of the instance: DeepSeek's and SGLang's

@@ -120,10 +120,22 @@ def _model_file_beside(data: dict, label: str) -> dict:
     return {**data, "model_file": str((Path(label).parent / path).absolute())}
 
 
+def _curve_file_beside(data: dict, label: str) -> dict:
+    """`workload.load_curve`'s file or export made absolute, as `engine.profile` is."""
+    workload = data.get("workload") if isinstance(data, dict) else None
+    curve = workload.get("load_curve") if isinstance(workload, dict) else None
+    key = next((k for k in ("file", "prometheus") if isinstance(curve, dict)
+                and isinstance(curve.get(k), str)), None)  # fmt: skip
+    if key is None or Path(curve[key]).expanduser().is_absolute():
+        return data
+    curve = {**curve, key: str((Path(label).parent / curve[key]).absolute())}
+    return {**data, "workload": {**workload, "load_curve": curve}}
+
+
 def load_data(data: dict, label: str, catalog: Catalog) -> Scenario:
     """Load a parsed (and edited) scenario with the strict file loader; problems and the
     scenario's `source_file` name `label` instead of the temporary file."""
-    data = _model_file_beside(_profile_beside(data, label), label)
+    data = _curve_file_beside(_model_file_beside(_profile_beside(data, label), label), label)
     fd, tmp = tempfile.mkstemp(prefix=".pdd-plan-edit.", suffix=".yaml")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from pdd_plan.model import scenario as sc
 from pdd_plan.report.resolved_prices import prices_section, spares
+from pdd_plan.model.capacity_classes import CapacityClasses
+from pdd_plan.model.workload.load_curve import iso_utc
 
 
 def _round(value: float | None, scale: float = 1.0) -> float | int | None:
@@ -97,6 +99,8 @@ def _workload(w: sc.Workload) -> dict:
         out["prefix_hit_rate_alternatives"] = {
             name: _distribution(d) for name, d in w.hit_rate_alternatives.items()
         }
+    if w.load_curve is not None:  # written inline, whatever file it came from
+        out["load_curve"] = _load_curve(w.load_curve)
     if w.prefix_reuse is not None:  # MD cache's LRU curve (model/decode_cache.py)
         r = w.prefix_reuse
         out["prefix_reuse"] = {
@@ -105,6 +109,58 @@ def _workload(w: sc.Workload) -> dict:
             "at_arrival_rate_per_s": r.at_arrival_rate_per_s,
         }
     return out
+
+
+def _load_curve(curve) -> list[dict]:
+    """The periods as a scenario writes them: `start` times where the curve has an origin,
+    else `start_h`; whole minutes as `duration_min` (exact), else `duration_h`."""
+    out = []
+    for p in curve.periods:
+        if curve.origin_unix_s is None:
+            period = {"start_h": _round(p.start_s / 3600)}
+        else:
+            period = {"start": iso_utc(curve.origin_unix_s + p.start_s)}
+        if float(p.duration_s / 60).is_integer():
+            period["duration_min"] = int(p.duration_s / 60)
+        else:
+            period["duration_h"] = _round(p.duration_s / 3600)
+        period["arrival_rate_per_s"] = p.arrival_rate_per_s
+        for key in ("prefix_hit_rate", "input_tokens", "output_tokens"):
+            if getattr(p, key) is not None:
+                period[key] = _distribution(getattr(p, key))
+        out.append(period)
+    return out
+
+
+def _capacity_classes(c: CapacityClasses) -> dict:
+    """`capacity_classes`, where it is not the default (model/capacity_classes.py)."""
+    if c == CapacityClasses():
+        return {}
+    out = {"reserved": {"price_frac": c.reserved_price_frac, "term_years": c.reserved_term_years,
+                        "basis": c.reserved_basis}}  # fmt: skip
+    if c.spot is not None:
+        out["spot"] = _spot(c.spot)
+    offers = []
+    for (dc, gpu), o in c.by_offer.items():
+        offer = {"datacenter": dc, "gpu": gpu, "reserved_price_frac": o.reserved_price_frac}
+        offer["spot"] = o.spot is not None
+        if o.spot is not None:
+            offer.update({f"spot_{k}": v for k, v in _spot(o.spot).items() if k != "basis"})
+        offers.append(offer)
+    if offers:
+        out["offers"] = offers
+    return {"capacity_classes": out}
+
+
+def _spot(t) -> dict:
+    return {
+        "price_frac": t.price_frac,
+        "interruptions_per_hour": t.interruptions_per_hour,
+        "replacement_min": _round(t.replacement_s / 60),
+        "confidence": t.confidence,
+        "max_share_frac": t.max_share_frac,
+        "basis": t.basis,
+    }
 
 
 def _sla(sla: sc.Sla) -> dict:
@@ -192,6 +248,7 @@ def scenario_json(scenario: sc.Scenario) -> dict:
                 "amortization_years": s.costs.amortization_years,
                 "charge_whole_nodes": s.costs.charge_whole_nodes,
                 **spares(s),
+                **_capacity_classes(s.costs.capacity_classes),
             },
             "engine": _engine(s.engine),
             "architectures": list(s.architectures),

@@ -9,6 +9,7 @@ from pdd_plan.loaders.catalog import GPU_FIELDS, Catalog
 from pdd_plan.model.compute.hardware import Gpu, LineTier
 from pdd_plan.model.placement import placement_summary
 from pdd_plan.model.units import GBIT_BITS, GIB_BYTES, TERA
+from pdd_plan.report.curve_view import curve_summary
 
 if TYPE_CHECKING:  # annotations only: `catalog list` reads no model, and loads no numpy
     from pdd_plan.model.compute.llm import ModelSpec
@@ -139,6 +140,7 @@ def scenario_summary(s: Scenario, catalog: Catalog) -> dict:
         "mean_output_tokens": w.output_tokens.mean(),
         "mean_prefix_hit_rate": w.prefix_hit_rate.mean(),
         "hit_rate_alternatives": {k: v.mean() for k, v in w.hit_rate_alternatives.items()},
+        **({"load_curve": curve_summary(w.load_curve)} if w.load_curve else {}),
         "datacenters": [
             {
                 "id": dc.id,

@@ -31,7 +31,7 @@ from pdd_plan.model.decode.handoff import run_catch_up
 from pdd_plan.sim.decode_instance import DecodeInstance
 from pdd_plan.sim.steps import DecodeSteps
 
-ARRIVE, HANDOFF, BOUNDARY = 0, 1, 2
+ARRIVE, HANDOFF, BOUNDARY, AVAILABLE = 0, 1, 2, 3
 LOCAL_STAGE, MAIN_STAGE = 0, 1
 
 
@@ -53,6 +53,11 @@ class Pool:
     loads: list = None  # requests running or joining, per instance (for dispatch)
     kv_used: list = None  # KV bytes reserved, per instance and bin
     kv_need: object = None  # KV bytes each request reserves here (indexable by request)
+    # per slot, (from, until): takes requests in between, finishes what it holds (sim/replay.py)
+    windows: list | None = None
+
+    def takes(self, inst: DecodeInstance, t: float) -> bool:  # a new request at wall time t
+        return self.windows is None or self.windows[inst.slot][0] <= t < self.windows[inst.slot][1]
 
     def __post_init__(self):
         self.loads = [0] * len(self.instances)
@@ -157,10 +162,12 @@ class DecodeEngine:
             self.push(wall, BOUNDARY, (stage, p, inst, inst.version, k))
 
     # ---- joining -------------------------------------------------------------------------
-    def _least_loaded(self, pool: Pool, rid: int) -> DecodeInstance | None:
-        """The least-loaded instance with a free slot and room for the request's KV."""
+    def _least_loaded(self, pool: Pool, rid: int, t: float) -> DecodeInstance | None:
+        """The least-loaded instance taking requests at t, with a slot and room for its KV."""
         need = pool.kv_need[rid]
         for inst in sorted(pool.instances, key=_load):  # stable: ties in instance order
+            if not pool.takes(inst, t):
+                continue
             if inst.load >= pool.cap:
                 return None  # and so is every instance after it
             if pool.free_bin(inst, need) is not None:
@@ -196,7 +203,7 @@ class DecodeEngine:
 
     def arrive(self, stage: int, p: int, t: float, spec: tuple) -> None:
         pool = self.pools[stage][p]
-        inst = self._least_loaded(pool, spec[0])
+        inst = self._least_loaded(pool, spec[0], t)
         if inst is None and pool.overflow:
             self._overflow(t, spec[0])
             return
@@ -229,7 +236,9 @@ class DecodeEngine:
             joining, inst.pending = inst.pending, []
         else:
             joining = []
-        while pool.queue and pool.fits(inst, pool.kv_need[pool.queue[0][0]], len(joining)):
+        taking = pool.takes(inst, self._wall(inst, t_own))
+        while taking and pool.queue and pool.fits(inst, pool.kv_need[pool.queue[0][0]],
+                                                  len(joining)):  # fmt: skip
             spec = pool.queue.popleft()
             if stage == MAIN_STAGE and spec[5] == "catch_up":
                 spec = self._catch_up_spec(inst, self._wall(inst, t_own), spec, k_now=k)
@@ -373,6 +382,10 @@ class DecodeEngine:
                     self._boundary(stage, p, inst, k, inst.time_of(k))
             elif kind == ARRIVE:
                 self.arrive(payload[0], payload[1], t, payload[2])
+            elif kind == AVAILABLE:  # an instance joins: it takes the queue's head
+                stage, p, inst = payload
+                if not inst.busy and self.pools[stage][p].queue:
+                    self._boundary(stage, p, inst, inst.k0, self._own(inst, t))
             else:
                 self.handoff(t, payload)
 

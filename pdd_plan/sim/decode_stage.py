@@ -21,6 +21,7 @@ from pdd_plan.model.decode_side import engine_fixed_s
 from pdd_plan.model.setup import RolePool, Setup
 from pdd_plan.sim.decode import (
     ARRIVE,
+    AVAILABLE,
     HANDOFF,
     LOCAL_STAGE,
     MAIN_STAGE,
@@ -64,7 +65,7 @@ def _kv_need(pool: RolePool, scenario, req: Requests) -> np.ndarray:
 
 
 def _decode_pool(
-    pool: RolePool, req: Requests, scenario, clocks=None, overflow=False
+    pool: RolePool, req: Requests, scenario, clocks=None, overflow=False, windows=None
 ) -> list[Pool]:
     need = _kv_need(pool, scenario, req)
     context = float(np.average(req.input_tokens + req.output_tokens / 2, weights=req.output_tokens))
@@ -92,7 +93,8 @@ def _decode_pool(
             for i, c in enumerate(clocks)
         ]
     instances = [DecodeInstance(i) for i in range(pool.group.count)]
-    return [Pool(steps, instances, steps.cap, capacity, overflow, bins, kv_need=need)]
+    return [Pool(steps, instances, steps.cap, capacity, overflow, bins, kv_need=need,
+                 windows=None if windows is None else list(windows))]  # fmt: skip
 
 
 def _paused_clocks(prefill: PrefillRun, count: int) -> list[PausedClock]:
@@ -104,26 +106,35 @@ def _paused_clocks(prefill: PrefillRun, count: int) -> list[PausedClock]:
     return clocks
 
 
-def decode_engine(setup: Setup, req: Requests, prefill: PrefillRun, wan_done: np.ndarray):
-    """The decode engine and its pools (the KV need per request is copied into it)."""
+def decode_engine(setup: Setup, req: Requests, prefill: PrefillRun, wan_done: np.ndarray,
+                  windows: dict | None = None):  # fmt: skip
+    """The decode engine and its pools (the KV need per request is copied into it).
+    `windows`: role -> each instance's (from, until) (sim/replay.py; not colocated)."""
     arch = setup.deployment.architecture
-    s = setup.scenario
+    s, w = setup.scenario, windows or {}
     if arch == "colocated":
         clocks = _paused_clocks(prefill, setup.prefill.group.count)
         local_pools, main_pool = _decode_pool(setup.decode, req, s, clocks), None
     elif arch == "idc_pd":
-        local_pools, main_pool = _decode_pool(setup.decode, req, s), None
+        local_pools, main_pool = _decode_pool(setup.decode, req, s, windows=w.get("decode")), None
     elif arch == "cdc_pd":
-        local_pools, main_pool = [], _decode_pool(setup.decode, req, s)[0]
+        main_pool = _decode_pool(setup.decode, req, s, windows=w.get("main_decode"))[0]
+        local_pools = []
     else:
-        local_pools = _decode_pool(setup.relay, req, s, overflow=True)
-        main_pool = _decode_pool(setup.decode, req, s)[0]
+        local_pools = _decode_pool(setup.relay, req, s, overflow=True,
+                                   windows=w.get("relay_decode"))  # fmt: skip
+        main_pool = _decode_pool(setup.decode, req, s, windows=w.get("main_decode"))[0]
     delay = one_way = 0.0
     if arch == "pdd":  # the token ids' round trip + the engine's fixed cost per handoff
         delay, one_way = setup.link.rtt_s + engine_fixed_s(setup), setup.link.rtt_s / 2
     engine = DecodeEngine(local_pools, main_pool, req.input_tokens, req.output_tokens,
                           setup.deployment.policy.handoff, None, wan_done, delay,
                           one_way)  # fmt: skip
+    for stage, pools in ((LOCAL_STAGE, local_pools), (MAIN_STAGE, [main_pool])):
+        for p, pool in enumerate(x for x in pools if x is not None):
+            for inst in pool.instances if pool.windows else ():
+                if pool.windows[inst.slot][0] > 0:  # joins later: takes the queue then
+                    engine.push(pool.windows[inst.slot][0], AVAILABLE, (stage, p, inst))
     return engine, local_pools, main_pool
 
 

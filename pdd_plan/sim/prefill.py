@@ -45,18 +45,27 @@ class PrefillRun:
         )
 
 
-def fcfs_pool(arrival_s: np.ndarray, service_s: np.ndarray, servers: int) -> PrefillRun:
+# per instance, (from, until): when it joins and leaves the pool (None: always there)
+Windows = Sequence[tuple[float, float]] | None
+
+
+def fcfs_pool(arrival_s: np.ndarray, service_s: np.ndarray, servers: int,
+              windows: Windows = None) -> PrefillRun:  # fmt: skip
     """FCFS G/G/c: requests in arrival order, each to the instance that frees first
-    (ties: the lowest index)."""
+    (ties: the lowest index). `windows`: each instance's (from, until): it takes no
+    request before `from` nor starts one at or after `until` (what it runs, it finishes)."""
     n = len(arrival_s)
     start = np.empty(n)
     instance = np.empty(n, dtype=np.int64)
-    free = [(0.0, i) for i in range(servers)]
+    free = [(windows[i][0] if windows else 0.0, i) for i in range(servers)]
     heapq.heapify(free)
     arrivals, services = arrival_s.tolist(), service_s.tolist()
     for k in range(n):
         t_free, i = heapq.heappop(free)
         s = arrivals[k] if arrivals[k] > t_free else t_free
+        while windows and s >= windows[i][1]:  # retired: not put back
+            t_free, i = heapq.heappop(free)
+            s = arrivals[k] if arrivals[k] > t_free else t_free
         start[k] = s
         instance[k] = i
         heapq.heappush(free, (s + services[k], i))
@@ -85,8 +94,9 @@ class _Pool:
         waiting = self.head < len(self.arrival) and self.arrival[self.head] <= t
         return self.carry[i] is not None or waiting
 
-    def build(self, i: int, t: float) -> tuple[list[tuple[float, float]], list[int]]:
-        """The chunks of instance i's step at t and the requests it finishes."""
+    def build(self, i: int, t: float, take_new: bool = True):
+        """The chunks of instance i's step at t and the requests it finishes (`take_new`
+        False: only the request it has started, as a retiring instance does)."""
         chunks, finished, left = [], [], self.budget
         if self.carry[i] is not None:
             k, done = self.carry[i]
@@ -99,7 +109,7 @@ class _Pool:
             else:
                 self.carry[i] = [k, done + take]
         n = len(self.arrival)
-        while self.head < n and self.arrival[self.head] <= t:
+        while take_new and self.head < n and self.arrival[self.head] <= t:
             k = self.head
             if left <= 0 and self.new[k] > 0:
                 break
@@ -116,25 +126,36 @@ class _Pool:
 
 
 def batched_pool(arrival_s: np.ndarray, new_tokens, cached_tokens, servers: int, budget: int,
-                 step_time: StepTime) -> PrefillRun:  # fmt: skip
+                 step_time: StepTime, windows: Windows = None) -> PrefillRun:  # fmt: skip
     """Chunked, batched prefill over `servers` instances (module docstring); arrivals in
-    order. An idle instance takes the next arrival; of several idle, the lowest index."""
+    order. An idle instance takes the next arrival; of several idle, the lowest index.
+    `windows`: as fcfs_pool's (a retiring instance finishes the request it has started)."""
     pool = _Pool(arrival_s, new_tokens, cached_tokens, servers, budget)
     steps = array("d")  # start, end, tokens of every step in turn (flat: memory per step)
-    busy: list[tuple[float, int]] = []  # (free at, instance) of instances running a step
-    idle = list(range(servers))  # a heap of instance indices
+    later = [i for i in range(servers) if windows and windows[i][0] > 0]
+    # (free at, instance) of instances running a step (or not yet there)
+    busy: list[tuple[float, int]] = [(windows[i][0], i) for i in later]
+    heapq.heapify(busy)
+    idle = [i for i in range(servers) if i not in later]  # a heap of instance indices
     n = len(pool.arrival)
+
+    def retired(i: int, t: float) -> bool:
+        return bool(windows) and t >= windows[i][1]
+
     while pool.head < n or busy:
         t_busy = busy[0][0] if busy else float("inf")
         t_next = pool.arrival[pool.head] if pool.head < n else float("inf")
         if idle and t_next <= t_busy:
             t, i = t_next, heapq.heappop(idle)
+            if retired(i, t):
+                continue  # left the pool idle: dropped
         else:
             t, i = heapq.heappop(busy)
-            if not pool.has_work(i, t):
-                heapq.heappush(idle, i)
+            if not pool.has_work(i, t) or (retired(i, t) and pool.carry[i] is None):
+                if not retired(i, t):
+                    heapq.heappush(idle, i)
                 continue
-        chunks, finished = pool.build(i, t)
+        chunks, finished = pool.build(i, t, take_new=not retired(i, t))
         end = t + step_time(chunks)
         steps.extend((t, end, sum(new for new, _ in chunks)))
         for k in finished:

@@ -27,7 +27,7 @@ from pdd_plan.model.workload.workload import RequestClasses
 from pdd_plan.sim.decode import LOCAL_STAGE, MAIN_STAGE
 from pdd_plan.sim.decode_stage import decode_engine, feed_and_run, stage_times
 from pdd_plan.sim.prefill import ChunkTable, PrefillRun, batched_pool, fcfs_pool, with_load
-from pdd_plan.sim.sampling import Requests, draw_requests
+from pdd_plan.sim.sampling import Requests, draw_requests, stepped_arrivals_s
 from pdd_plan.sim.steps import PrefillTimes
 from pdd_plan.sim.wan import WanRun, simulate_wan
 
@@ -39,6 +39,10 @@ class SimConfig:
     warmup_frac: float = 0.1
     rate_per_s: float | None = None  # None: the scenario's arrival rate
     hit_rate: object = None  # a hit-rate distribution other than the scenario's
+    # a replay of counts and rates that change (sim/replay.py): role -> each instance's
+    # (from, until) in the pool, and the arrival rate's steps ((from_s, req/s), ...)
+    windows: dict | None = None
+    rate_steps: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -129,13 +133,18 @@ def simulate(setup: Setup, config: SimConfig, progress=None) -> SimRun:
     if progress:
         progress(UPSTREAM_STAGE, 0, 1)
     req = draw_requests(setup.scenario.workload, rate, config.requests, rng, config.hit_rate)
-    hold = _handoff_hold_s(setup, req, rate, config.seed)
-    path, prefill, service, rdma_done, payload, wan = _upstream(setup, req, rate, hold,
-                                                                config.seed)  # fmt: skip
+    if config.rate_steps:  # the same renewal process, its clock following the steps
+        req = dataclasses.replace(
+            req, arrival_s=stepped_arrivals_s(req.arrival_s * rate, config.rate_steps)
+        )
+    hold = _handoff_hold_s(setup, req, rate, config.seed, config.windows)
+    upstream = _upstream(setup, req, rate, hold, config.seed, config.windows)
+    path, prefill, service, rdma_done, payload, wan = upstream
     if progress:
         progress(UPSTREAM_STAGE, 1, 1)
     wan_done = wan.done_s if wan is not None else np.full(len(req), np.nan)
-    engine, local_pools, main_pool = decode_engine(setup, req, prefill, wan_done)
+    engine, local_pools, main_pool = decode_engine(setup, req, prefill, wan_done,
+                                                   config.windows)  # fmt: skip
     instance = prefill.instance if setup.deployment.architecture == "colocated" else None
     feed_and_run(engine, path, instance, np.where(path == rt.DIRECT, wan_done, rdma_done),
                  wan_done, req, progress)  # fmt: skip
@@ -143,7 +152,7 @@ def simulate(setup: Setup, config: SimConfig, progress=None) -> SimRun:
                     engine, local_pools, main_pool)  # fmt: skip
 
 
-def _handoff_hold_s(setup: Setup, req: Requests, rate: float, seed: int = 0):
+def _handoff_hold_s(setup: Setup, req: Requests, rate: float, seed: int = 0, windows=None):
     """`pool_hold: handoff_end`: each request's connection time after its transfer, from a
     first run with connections released at transfer end (a relayed request kept by RLD
     holds until MD emits its first token; others 0). The second run's handoffs, moved by
@@ -151,8 +160,8 @@ def _handoff_hold_s(setup: Setup, req: Requests, rate: float, seed: int = 0):
     None when connections release at transfer end."""
     if setup.scenario.wan.pool_hold != "handoff_end" or setup.deployment.architecture != "pdd":
         return None
-    path, prefill, _, rdma_done, _, wan = _upstream(setup, req, rate, seed=seed)
-    engine, _, main_pool = decode_engine(setup, req, prefill, wan.done_s)
+    path, prefill, _, rdma_done, _, wan = _upstream(setup, req, rate, seed=seed, windows=windows)
+    engine, _, main_pool = decode_engine(setup, req, prefill, wan.done_s, windows)
     feed_and_run(engine, path, None, np.where(path == rt.DIRECT, wan.done_s, rdma_done),
                  wan.done_s, req)  # fmt: skip
     main_first, _, _, main_tokens, _, _ = stage_times(engine, MAIN_STAGE, [main_pool], len(req))
@@ -160,7 +169,8 @@ def _handoff_hold_s(setup: Setup, req: Requests, rate: float, seed: int = 0):
     return np.where(handed, main_first - wan.done_s, 0.0)
 
 
-def _upstream(setup: Setup, req: Requests, rate: float, extra_hold_s=None, seed: int = 0):
+def _upstream(setup: Setup, req: Requests, rate: float, extra_hold_s=None, seed: int = 0,
+              windows=None):  # fmt: skip
     """Routing, prefill, RDMA and the WAN over all requests: (path, prefill, service
     times, RDMA done, WAN payload bytes, WAN run or None). The routing's other columns
     and the intermediates are freed on return (memory per request). KV streamed during
@@ -169,7 +179,7 @@ def _upstream(setup: Setup, req: Requests, rate: float, extra_hold_s=None, seed:
     request, connection time after the transfer (`pool_hold: handoff_end`)."""
     routes = _routes(setup, req, rate, seed)
     path = routes.path
-    prefill, service = _prefill_run(setup, req)
+    prefill, service = _prefill_run(setup, req, (windows or {}).get(setup.prefill.group.role))
     rdma_done = _rdma_done(setup, routes.rdma_payload_bytes, service, prefill, path)
     if setup.link is None:
         return path, prefill, service, rdma_done, np.zeros(len(req)), None
@@ -191,7 +201,7 @@ def _upstream(setup: Setup, req: Requests, rate: float, extra_hold_s=None, seed:
     return path, prefill, service, rdma_done, payload, wan
 
 
-def _prefill_run(setup: Setup, req: Requests) -> tuple[PrefillRun, np.ndarray]:
+def _prefill_run(setup: Setup, req: Requests, windows=None) -> tuple[PrefillRun, np.ndarray]:
     """The prefill pool over all requests and each request's time in it (first chunk's
     step start to last chunk's step end): batched steps up to the engine's token budget
     (sim/prefill.py), or one request at a time where batching does not apply."""
@@ -200,11 +210,11 @@ def _prefill_run(setup: Setup, req: Requests) -> tuple[PrefillRun, np.ndarray]:
     longest = float(req.input_tokens.max())
     if not batching_applies(per_gpu, setup.deployment.architecture):
         service = PrefillTimes(inst, longest).service_s(req.uncached_tokens, req.cached_tokens)
-        return fcfs_pool(req.arrival_s, service, count), service
+        return fcfs_pool(req.arrival_s, service, count, windows), service
     budget = budget_tokens(inst, per_gpu)
     steps = ChunkTable(inst, budget, longest)
     prefill = batched_pool(req.arrival_s, req.uncached_tokens, req.cached_tokens, count,
-                           budget, steps.step_s)  # fmt: skip
+                           budget, steps.step_s, windows)  # fmt: skip
     prefill = with_load(prefill, steps.full_step_s(), budget)
     return prefill, prefill.end_s - prefill.start_s
 

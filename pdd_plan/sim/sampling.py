@@ -102,3 +102,15 @@ def draw_requests(
     inputs = np.maximum(np.round(inputs), 1.0)
     outputs = np.maximum(np.round(outputs), 1.0)
     return Requests(np.cumsum(gaps), inputs, outputs, np.clip(hits, 0.0, 1.0))
+
+
+def stepped_arrivals_s(unit_arrivals: np.ndarray, rate_steps) -> np.ndarray:
+    """Arrival times of a process drawn at rate 1 (`unit_arrivals`), its clock run at the
+    rate of each step ((from_s, req/s), the first from 0): time t is where the expected
+    arrivals Lambda(t) = integral of the rate reach the unit time (a Poisson process
+    stays Poisson, piecewise at each step's rate; a renewal one keeps its shape)."""
+    starts = np.array([s for s, _ in rate_steps], float)
+    rates = np.array([r for _, r in rate_steps], float)
+    expected = np.concatenate(([0.0], np.cumsum(np.diff(starts) * rates[:-1])))
+    step = np.searchsorted(expected, unit_arrivals, side="right") - 1
+    return starts[step] + (unit_arrivals - expected[step]) / rates[step]

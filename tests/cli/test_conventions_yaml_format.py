@@ -62,6 +62,16 @@ def _trace(tmp: Path) -> str:
     return str(write_mooncake(tmp / "t.jsonl", rows))
 
 
+def _curve(tmp: Path) -> str:
+    """tests/sweep/tiny.yaml over two six-hour periods (`schedule` plans it in a second)."""
+    data = yaml.safe_load((Path(__file__).parents[1] / "sweep" / "tiny.yaml").read_text())
+    data["workload"]["load_curve"] = [
+        {"start_h": 0, "duration_h": 6, "arrival_rate_per_s": 2},
+        {"start_h": 6, "duration_h": 6, "arrival_rate_per_s": 4},
+    ]
+    return _write(tmp, "curve.yaml", yaml.safe_dump(data))
+
+
 def _write(tmp: Path, name: str, text: str) -> str:
     (tmp / name).write_text(text)
     return name
@@ -83,6 +93,7 @@ CASES = {
     "evaluate": lambda t: ["evaluate", "default", _plan(t)],
     "solve": lambda t: ["solve", "default", "--architecture", "cdc_pd"],
     "compare": lambda t: ["compare", "pdd-paper"],
+    "schedule": lambda t: ["schedule", _curve(t), "--architecture", "colocated"],
     "explain": lambda t: ["explain", "default", "--architecture", "cdc_pd"],
     "simulate": lambda t: [
         "simulate",
@@ -186,7 +197,7 @@ def _run(capsys, args: list[str]) -> str:
 
 
 # the cases that solve or fit (seconds each) run in the full set only: `pytest -m ""`
-SLOW_CASES = {"explain", "compare", "calibrate serving", "calibrate observed"}
+SLOW_CASES = {"explain", "compare", "schedule", "calibrate serving", "calibrate observed"}
 
 
 @pytest.mark.parametrize(

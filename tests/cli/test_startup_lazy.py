@@ -21,6 +21,7 @@ EXPECTED = [
     "estimate",
     "evaluate",
     "solve",
+    "schedule",
     "compare",
     "explain",
     "simulate",

@@ -52,6 +52,7 @@ from pdd_plan.report.markdown import render_report
 from pdd_plan.report.md_format import ARCH_NAMES
 from pdd_plan.stages.reporting import report_pool
 from pdd_plan.stages.reporting.report_plans import Evaluator, neighbours
+from pdd_plan.stages.reporting.report_schedule import with_schedule
 from pdd_plan.stages.sweeping import sweep as sw
 
 HIT_MEANS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
@@ -229,6 +230,8 @@ def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Repo
     started |= draw_later([tornado_spec(s, result, rows, catalog, architecture)], png,
                           run.drawer)  # fmt: skip
     markdown = render_report(s, rdata)  # while the last plans are evaluated and drawn
+    markdown, curve_figures = with_schedule(markdown, s, run.path, catalog, run.resolution,
+                                            run.time_limit_s)  # fmt: skip
     plans = _plans(evaluator, result, rdata, rows, progress, stage)
     stage("drawing the plots")
     if progress:
@@ -238,7 +241,7 @@ def _built(run: _Run, architecture, hit_means, note, say, progress, png) -> Repo
     if progress:
         progress(PLOTS_STAGE, 1, 1)
     extra = (("Data behind the plots", plot_data(rows, plans, s.objective.kind)),)
-    html = render_html(markdown, result, page_figures(figures), "bathtub", extra)
+    html = render_html(markdown, result, page_figures(figures) + curve_figures, "bathtub", extra)
     return Report(html, markdown, {f.name: (f.svg, png) for f, png in figures}, rows, plans)
 
 
