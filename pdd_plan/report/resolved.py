@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pdd_plan.model import scenario as sc
-from pdd_plan.report.resolved_prices import prices_section, spares
 from pdd_plan.model.capacity_classes import CapacityClasses
 from pdd_plan.model.workload.load_curve import iso_utc
+from pdd_plan.report.resolved_prices import prices_section, spares
 
 
 def _round(value: float | None, scale: float = 1.0) -> float | int | None:
