@@ -183,7 +183,9 @@ def _prices(choice, scenario: Scenario, gpus: dict) -> Prices:
     offer = scenario.costs.capacity_classes.offer(choice.datacenter, choice.gpu)
     power = 0.0
     if scenario.costs.include_power:
-        power = choice.gpus_per_instance * power_usd_per_gpu_hour(scenario, gpus[choice.gpu])
+        power = choice.gpus_per_instance * power_usd_per_gpu_hour(
+            scenario, gpus[choice.gpu], choice.datacenter
+        )
     rental = choice.price_usd_per_hour - power
     spot = offer.spot
     if spot is not None and power:  # spot's price_frac of the rental, the power on top

@@ -200,7 +200,7 @@ def test_a_class_discounts_the_rental_and_power_is_paid_in_full(catalog):
     classes = dataclasses.replace(s.costs.capacity_classes, spot=SpotTerms(price_frac=0.3))
     s = dataclasses.replace(s, costs=dataclasses.replace(s.costs, include_power=True,
                                                          capacity_classes=classes))  # fmt: skip
-    power = 2 * power_usd_per_gpu_hour(s, catalog.gpus["h100_sxm"])
+    power = 2 * power_usd_per_gpu_hour(s, catalog.gpus["h100_sxm"], "dc_a")
     rental = 2 * s.datacenters[0].gpus[0].price_usd_per_gpu_hour
     choice = Choice("prefill", "dc_a", "h100_sxm", 2, rental + power, 1, 10)
     p = _prices(choice, s, catalog.gpus)
