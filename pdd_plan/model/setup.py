@@ -104,7 +104,8 @@ def _with_batch_limit(pool: RolePool, scenario: Scenario, context_tokens: float)
 
 def batch_limit_context_tokens(classes: RequestClasses) -> float:
     """The context `prepare` sizes every decode pool's batch limit at: input + half the
-    output, weighted by output tokens, over every class."""
+    output, weighted by output tokens, over every class (plan/first_pass.py reads the same
+    figure, so its ceiling is the model's to the bit)."""
     c = classes
     return float(
         np.dot(c.weight * c.output_tokens, c.input_tokens + c.output_tokens / 2)

@@ -17,9 +17,12 @@ exact search (search.py) may skip what lies beyond it. Each rests on a step of `
   decode wholly on main decode outweigh a percentile's tail (PDD; their tokens and the
   least mean context any split of the relayed tokens gives), that step must also be
   within the TPOT limit, which caps B further.
-- PDD's main decode carries at least the whole output of the requests that skip the
-  relay: RLD may take any share of a relayed request's output (it decodes while MD has no
-  slot, `decode_side._settle`), so no more can be said per candidate.
+- PDD's main decode, also (first_pass.py): `decode_side` first solves MD with every remote
+  request's whole output on it, before RLD takes its eager tokens, so n instances carry at
+  most n K / step(K) / T requests/s (K its slots, T remote output tokens per request), the
+  rate above which that pass saturates (exact, to SATURATION_SLACK). It only caps the
+  ceiling (`CeilingOnly`): the fewest instances stay the TPOT bound's, so the walk's
+  order, which decides ties between plans of equal cost, does not move.
 - WAN: the line saturates unless its goodput exceeds the mean bits/s crossing it.
 Relay decode gets no bound but one instance (its tokens depend on the WAN and the handoff).
 Margins (TTFT_MARGIN_S, TPOT_MARGIN_S, FIXED_POINT_SLACK) keep the root-finding tolerances
@@ -47,6 +50,7 @@ from pdd_plan.model.queueing.prefill_batch import (
 from pdd_plan.model.queueing.queueing import ggc_wait
 from pdd_plan.model.scenario import Scenario
 from pdd_plan.model.workload.workload import RequestClasses
+from pdd_plan.plan.first_pass import first_pass
 from pdd_plan.plan.sup_rate import SupRate, smallest
 
 TTFT_MARGIN_S = 1e-5  # evaluate's quantiles are roots found to about 1e-6 s
@@ -54,6 +58,9 @@ TPOT_MARGIN_S = 1e-5
 # decode_fixed_point brackets its root twice on 64-point grids and interpolates: the batch
 # it reports is within max_batch / 63^2 of the root
 FIXED_POINT_SLACK = 1.5 / 63**2
+# the first pass's saturation test sums the same floats in another order (about 1e-15
+# apart): its ceiling is taken this much higher, so it never refuses a plan the model runs
+SATURATION_SLACK = 1e-9
 GRID_CELLS = 1024
 
 
@@ -98,6 +105,10 @@ class RoleBound:
         most = self.max_rate(n)
         return most < rate or (not strict and most == rate)
 
+    def sizing(self) -> RoleBound:
+        """The bound without CeilingOnly's cap (itself for any other)."""
+        return self
+
 
 class DecodeBound(RoleBound):
     """A decode pool that decodes at least `tokens` tokens per request of the stream, at
@@ -129,6 +140,59 @@ class DecodeBound(RoleBound):
         if self._hopeless():
             return 0.0
         return math.inf if self.tokens <= 0 else n * self.theta() / self.tokens
+
+
+class FirstPassBound(RoleBound):
+    """PDD's main decode carries every remote output in `decode_side`'s first pass
+    (first_pass.py): n instances, at most n K / step(K) / T requests/s. Computed when
+    first asked (space.py asks every candidate at the least rate at once)."""
+
+    def __init__(self, inst: Instance, c: RequestClasses, routes, scenario: Scenario):
+        self._args, self._per_instance = (inst, c, routes, scenario), None
+
+    def per_instance_rps(self) -> float:
+        """The most requests/s one instance carries (with the slack: never too strong)."""
+        if self._per_instance is None:
+            fp = first_pass(*self._args)
+            if fp.tokens_per_request <= 0:
+                self._per_instance = math.inf
+            else:
+                carried = fp.tokens_per_s / fp.tokens_per_request
+                self._per_instance = carried * (1 + SATURATION_SLACK)
+        return self._per_instance
+
+    def min_count(self, rate: float) -> int | None:
+        per = self.per_instance_rps()
+        if per <= 0:
+            return None  # no request fits: saturated at any rate
+        return 1 if math.isinf(per) else max(1, math.ceil(rate / per))
+
+    def max_rate(self, n: int) -> float:
+        return n * self.per_instance_rps()
+
+
+class CeilingOnly(RoleBound):
+    """`sizing` with `ceiling`'s max_rate as a further cap: min_count stays `sizing`'s, so
+    where each group of the walk starts, and with it the order in which plans of equal
+    cost are met (which decides ties), is what it was without `ceiling`; the ceiling only
+    skips plans that fail, before any evaluation or corner test. A winner's goodput
+    bisection starts from `sizing()`'s ceiling (search.py), so its steps, and the values
+    that decide between near-equal plans, do not move either."""
+
+    def __init__(self, sizing: RoleBound, ceiling: RoleBound):
+        self._sizing, self.ceiling = sizing, ceiling
+
+    def sizing(self) -> RoleBound:
+        return self._sizing
+
+    def min_count(self, rate: float) -> int | None:
+        return self._sizing.min_count(rate)
+
+    def max_rate(self, n: int) -> float:
+        return min(self._sizing.max_rate(n), self.ceiling.max_rate(n))
+
+    def max_rate_at_most(self, n: int, rate: float, strict: bool = False) -> bool:
+        return any(b.max_rate_at_most(n, rate, strict) for b in (self._sizing, self.ceiling))
 
 
 class PrefillBound(RoleBound):
@@ -288,8 +352,11 @@ def role_bound(arch: str, role: str, inst: Instance, c: RequestClasses, routes, 
         return PrefillBound(inst, c, scenario, _whole_output(inst, c, scenario))
     if role == "relay_decode":
         return RoleBound()
-    if arch == "pdd":  # the direct requests' tokens and TPOT
-        return _main_decode_pdd(inst, c, routes, scenario)
+    if arch == "pdd":  # the direct requests' TPOT, and the first pass's saturation
+        return CeilingOnly(
+            _main_decode_pdd(inst, c, routes, scenario),
+            FirstPassBound(inst, c, routes, scenario),
+        )
     return _whole_output(inst, c, scenario)
 
 

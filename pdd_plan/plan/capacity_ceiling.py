@@ -7,8 +7,8 @@ saturates:
 - prefill: n x `capacity_rps` (batched: full steps) or n / E[prefill time]: at or above it
   the G/G/c queue never empties (PrefillBound.ok refuses it before any percentile);
 - decode roles: `max_rate(n)`, n x the most tokens/s an instance decodes at the pool's
-  least mean context and TPOT limit / the tokens per request (DecodeBound; PDD's main
-  decode: the tokens of the requests that skip the relay): linear in n;
+  least mean context and TPOT limit / the tokens per request (DecodeBound, and PDD's first
+  pass, FirstPassBound): linear in n;
 - relay decode: no bound (inf), as in bounds.py.
 A plan's role carries at most the sum over the candidates it uses of count x that rate,
 so at most `ceiling` = the sum over every candidate at its most: a mixed decode role gives

@@ -116,6 +116,8 @@ def _count(plans, dc, offer, n, need: int, limit: str, label: str) -> Miss:
 def _hopeless(scenario, bound, label: str) -> list[Miss]:
     """Why a bound finds no count: the prefill alone misses a TTFT limit, or its decode
     part (colocated) or the decode pool misses TPOT at batch 1, or holds no request."""
+    if isinstance(bound, bd.CeilingOnly):
+        bound = bound.sizing()
     if isinstance(bound, bd.PrefillBound):
         out = _ttft_alone(scenario, bound, label)
         if bound.decode is not None:

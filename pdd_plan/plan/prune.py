@@ -37,9 +37,13 @@ class Pruning:
     def _ceiling(self, sp: Space, picks, counts, line: LineOption, sizing=False) -> Ceiling:
         """The most any plan of these counts and line could carry (bounds.py): above it a
         queue saturates or a limit is missed whatever the model's other terms are.
-        `sizing`: without the connection pool's cap (a goodput bisection starts from it:
-        its iterates are what they were before that cap)."""
-        terms = [(b, n) for ch, n in zip(picks, counts, strict=True) for b in sp.bounds[ch]]
+        `sizing`: without the caps that bounds.CeilingOnly adds (a goodput bisection
+        starts from it: its iterates are what they were before those caps)."""
+        terms = [
+            (b.sizing() if sizing else b, n)
+            for ch, n in zip(picks, counts, strict=True)
+            for b in sp.bounds[ch]
+        ]
         if sizing:
             return Ceiling(line.max_rate_rps, terms)
         return Ceiling(min(line.max_rate_rps, self._pool_rps(sp, picks, line)), terms)

@@ -200,7 +200,6 @@ RULES: tuple[tuple[str, Callable[[Scope], bool]], ...] = (
     ("Fitting DP runs", _dp_fit),
     ("Eager RLD tokens", lambda c: c.a == "pdd"),
     ("Relay overflow", lambda c: c.a == "pdd"),
-    ("A handed request decodes on RLD while it waits", lambda c: c.a == "pdd"),
     ("The handoff's fixed engine cost", lambda c: c.a == "pdd"),
     ("The cut-off selects relay candidates", Scope.cutoff),
     ("Catch-up's rounds in the closed form", Scope.catch_up),

@@ -1,11 +1,13 @@
-"""The walk with the connection pool's ceiling and without a dead row's bigger lines
-queued (issue #15, 150-175 req/s on the default): the same plans won, in the same order.
+"""The walk with PDD main decode's first-pass ceiling, the connection pool's ceiling and
+without a dead row's bigger lines queued (issue #15, 150-175 req/s on the default): the
+same plans won, in the same order.
 
-- PDD's main decode has no ceiling beyond the requests that skip the relay: with the
-  relay taking what MD has no slot for, a plan whose main decode could not carry every
-  remote output is still served (decode_side's settled slot wait);
-- the walk with the pool ceiling takes the same best plans in the same order, with the
-  same values, as the walk without it;
+- first_pass: the remote output tokens per request are the outputs of every class that
+  is not cut off (hand sums), so turning the cut-off on changes the figure; the bound's
+  ceiling is where evaluate's decode side calls main decode saturated, cut-off included;
+- the walk with both ceilings takes the same best plans in the same order, with the same
+  values, as the walk without them, on far fewer evaluations; a variant that also raised
+  the fewest instances (the walk's sizing) would not: that is what the test tells apart;
 - a dead row's bigger lines left unqueued: every evaluation is the same, in the same order.
 """
 
@@ -31,6 +33,7 @@ from pdd_plan.plan import goal as gl
 from pdd_plan.plan import prune as pr
 from pdd_plan.plan import search as sr
 from pdd_plan.plan import solve as sv
+from pdd_plan.plan.first_pass import first_pass
 
 RESOLUTION = (2, 2, 2)  # 8 classes (x MD residency): the walk in well under a second
 RATE_RPS = 100.0  # the default at 100 req/s: the first pass refuses most of the plans met
@@ -70,39 +73,66 @@ def _classes(catalog, s, policy):
     return routed(s, "pdd", policy, c, catalog.model_for(s))
 
 
-def test_main_decode_past_its_every_output_rate_is_not_saturated(catalog, default):
-    """Main decode's bound counts only the direct requests' tokens; at 1.1 x the rate at
-    which MD alone would carry every remote output (n K / step(K) / T, by hand from the
-    slot count and the step), the decode side still answers: RLD keeps the rest."""
+def test_the_first_pass_counts_every_output_but_the_cut_offs(catalog, default):
+    s = _cutting(default)
+    inst = _md(catalog, s)
+    sums = {}
+    for cutoff in (False, True):
+        c, routes = _classes(catalog, s, _policy(s, cutoff))
+        sent = [k for k in range(len(c)) if routes.path[k] != rt.LOCAL]
+        hand = sum(float(c.weight[k]) * float(c.output_tokens[k]) for k in sent)
+        got = first_pass(inst, c, routes, s)
+        assert got.tokens_per_request == pytest.approx(hand, rel=1e-12)
+        assert got.slots >= 1 and got.step_s > 0
+        sums[cutoff] = (hand, int(np.sum(routes.path == rt.LOCAL)))
+    assert sums[False][1] == 0 and sums[True][1] > 0  # the cut-off takes classes
+    assert sums[True][0] < sums[False][0]  # a key part changed: another figure
+
+
+def test_the_ceiling_is_evaluates_saturation_edge_with_the_cut_off(catalog, default):
     s = _cutting(default)
     policy = _policy(s, True)
     c, routes = _classes(catalog, s, policy)
+    b = bd.role_bound("pdd", "main_decode", _md(catalog, s), c, routes, s)
     groups = (InstanceGroup("prefill", "dc_a", "h100_sxm", 24, 6),
               InstanceGroup("relay_decode", "dc_a", "h100_sxm", 24, 1),
               InstanceGroup("main_decode", "dc_b", "h20_96g", 16, 3))  # fmt: skip
     d = Deployment("pdd", groups, (LineLease("wave_100g", 100e9, 4),), policy)
     setup = prepare(s, d, catalog.model_for(s), catalog.gpus, catalog.lines, RESOLUTION)
-    cs = setup.classes
-    remote = setup.routes.path != rt.LOCAL
-    every_output = float(np.dot(cs.weight * remote, cs.output_tokens))
-    probe = decode_side(setup, 1.0, np.zeros(len(cs)), 0.0)
-    k = probe.md.max_batch
-    context = float(np.dot(cs.weight * remote * cs.output_tokens,
-                            cs.input_tokens + cs.output_tokens / 2)) / every_output  # fmt: skip
-    all_on_md = 3 * k / float(_md(catalog, s).decode_step_s(k, context)) / every_output
-    b = bd.role_bound("pdd", "main_decode", _md(catalog, s), c, routes, s)
-    assert b.max_rate(3) > 1.1 * all_on_md  # the bound no longer stops there
-    try:
-        decode_side(setup, 1.1 * all_on_md, np.zeros(len(cs)), 0.0)
-    except SaturatedError as exc:
-        assert not exc.what.startswith("main_decode"), str(exc)
+    most = b.ceiling.max_rate(3)
+
+    def md_saturated(rate: float) -> bool:
+        try:
+            decode_side(setup, rate, np.zeros(len(setup.classes)), 0.0)
+        except SaturatedError as exc:
+            return exc.what.startswith("main_decode")
+        return False
+
+    assert md_saturated(most * (1 + 1e-6)) and not md_saturated(most * (1 - 1e-6))
+    assert b.sizing().max_rate(3) > most  # the TPOT bound alone let these rates through
 
 
-def _walk(catalog, s, monkeypatch, *, ceilings=True, prune=True):
+def _walk(catalog, s, monkeypatch, *, ceilings=True, raise_sizing=False, prune=True):
     """(every best taken: plan, cost, value; evaluations (plan, rate) in order; outcome).
-    `ceilings`: with the connection pool's ceiling."""
+    `ceilings`: with the first pass's and the connection pool's ceilings."""
+    real = bd.role_bound
+
+    class Raised(bd.CeilingOnly):  # the first pass also sizing the walk: the tie order moves
+        def min_count(self, rate):
+            need = [self.sizing().min_count(rate), self.ceiling.min_count(rate)]
+            return None if None in need else max(need)
+
+    def role_bound(*args):
+        b = real(*args)
+        if isinstance(b, bd.CeilingOnly) and not ceilings:
+            return b.sizing()
+        return (
+            Raised(b.sizing(), b.ceiling) if isinstance(b, bd.CeilingOnly) and raise_sizing else b
+        )
+
     taken, asked = [], []
     take, meets_sla = gl.Goal.take, sr.meets_sla
+    monkeypatch.setattr(bd, "role_bound", role_bound)
     if not ceilings:
         monkeypatch.setattr(pr, "pool_max_rps", lambda *args: math.inf)
     monkeypatch.setattr(
@@ -128,7 +158,9 @@ def test_the_ceilings_keep_every_best_and_its_order(catalog, default, monkeypatc
         ref.cost_usd_per_hour,
         ref.value,
     )
-    assert len(asked) <= len(ref_asked)
+    assert len(asked) * 3 < len(ref_asked)  # most evaluations were plans MD cannot carry
+    raised, _, _ = _walk(catalog, default, monkeypatch, raise_sizing=True)
+    assert raised != ref_taken  # sizing by it would move the walk: ceiling only
 
 
 def test_a_dead_rows_bigger_lines_are_never_queued(catalog, default, monkeypatch):

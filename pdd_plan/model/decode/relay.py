@@ -77,12 +77,9 @@ def relay_load(
     handoff_of,
     reserve_output_tokens: float | None,
     count_cap: int,
-    start_step_s: float | None = None,
 ) -> RelayLoad:
     """`relay`, `local`: class masks of the P -> RLD -> MD path and the cut-off;
-    `handoff_of(eager)` -> Handoff of each class's eager tokens. `start_step_s`: the step
-    of a nearby settled state (decode_side's search over MD's slot wait): one pass from
-    it instead of PASSES from the slot limit's."""
+    `handoff_of(eager)` -> Handoff of each class's eager tokens."""
     inst, n, c = pool.instance, pool.group.count, classes
     held = relay | local
     context = float(c.mean(c.input_tokens)) + 1.0
@@ -95,10 +92,7 @@ def relay_load(
     mean_need = float(held_need @ kv_need) / float(held_need.sum()) if held.any() else 0.0
     kv_room = _kv_room_bytes(inst, n, mean_need)
     step = float(inst.decode_step_s(max(slots, 1), context))
-    passes = PASSES
-    if start_step_s is not None:
-        step, passes = start_step_s, 1
-    for _ in range(passes):
+    for _ in range(PASSES):
         eager = np.where(relay, eager_tokens(wan_time_s, step, c.output_tokens), 0.0)
         h = handoff_of(eager) if relay.any() else None
         extra = catch_up_extra_tokens(h, step) if (catch_up and h) else 0.0
