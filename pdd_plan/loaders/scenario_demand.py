@@ -39,7 +39,8 @@ def scenario_workload(node: Node) -> sc.Workload | None:
     rate = f["arrival_rate_per_s"].number(
         required=not curved, minimum=sc.MIN_ARRIVAL_RATE_PER_S, maximum=1e7, unit="req/s"
     )
-    if rate is None and curve is not None and f["arrival_rate_per_s"].is_missing:
+    unset = f["arrival_rate_per_s"].is_missing or f["arrival_rate_per_s"].value is None
+    if rate is None and curve is not None and unset:  # null too: its default, as elsewhere
         rate = max(curve.peak_rate_per_s, sc.MIN_ARRIVAL_RATE_PER_S)
     cv2 = f["burstiness_cv2"].number(default=1.0, minimum=0, maximum=1e3)
     for k in own:
