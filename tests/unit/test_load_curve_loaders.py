@@ -134,8 +134,12 @@ def only(problems):
         ({0: {"duration_min": 60}}, "workload.load_curve[0]", "", "one of duration_h or"),
         ({0: {"start": "2024-06-01T00:00:00"}}, "workload.load_curve[0]", "", "one of start_h"),
         ({0: {"rate": 3}}, "workload.load_curve[0].rate", "an unknown key", "arrival_rate"),
+        # as the workload's own (1 token is the prefill's: no decode step, no TPOT)
+        ({1: {"output_tokens": {"kind": "fixed", "value": 1}}},
+         "workload.load_curve[1].output_tokens", "", "reach 2 tokens"),
     ],
-    ids=["gap", "overlap", "negative", "zero-length", "two-durations", "two-starts", "unknown"],
+    ids=["gap", "overlap", "negative", "zero-length", "two-durations", "two-starts", "unknown",
+         "one-token-outputs"],
 )  # fmt: skip
 def test_bad_inline_periods_are_named(tmp_path, change, key_path, found, expected):
     periods = inline_periods()
