@@ -153,6 +153,16 @@ def distribution(node: Node, lo: float, hi: float, integer: bool = False, length
     return wl.BetaRange(bounds[0], bounds[1], alpha=alpha, beta=beta)
 
 
+def outputs_reaching_two_tokens(node: Node, outputs):
+    """`outputs`, or None with the problem recorded on `node` when no output length reaches
+    2 tokens: one token is the prefill's own, with no decode step and no TPOT to plan for
+    (all-1-token outputs crashed the latency model)."""
+    if outputs is not None and outputs.discretise(1000)[0].max() < 2:
+        node.fail("output lengths that reach 2 tokens (1 token has no TPOT)")
+        return None
+    return outputs
+
+
 def bins_carry_all(raw_hit_rate, key: str) -> bool:
     """Whether every bin of a raw `prefix_hit_rate` mapping has its own `key` (then the
     workload-level `key` may be left out)."""

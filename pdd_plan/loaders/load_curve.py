@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from pdd_plan.loaders.distributions import distribution
+from pdd_plan.loaders.distributions import distribution, outputs_reaching_two_tokens
 from pdd_plan.loaders.strict import Node
 from pdd_plan.model.workload.load_curve import S_PER_HOUR, CurvePeriod, LoadCurve, iso_utc
 
@@ -71,6 +71,9 @@ def read_period(item: Node) -> RawPeriod | None:
     hits = _own(f["prefix_hit_rate"], 0.0, 1.0, False)
     inputs = _own(f["input_tokens"], 1, MAX_TOKENS, True)
     outputs = _own(f["output_tokens"], 1, MAX_TOKENS, True)
+    if outputs is not None and outputs is not False:  # checked as the workload's own are
+        checked = outputs_reaching_two_tokens(f["output_tokens"], outputs)
+        outputs = False if checked is None else checked
     if None in (start, duration_s, rate) or False in (hits, inputs, outputs):
         return None
     period = CurvePeriod(0.0, duration_s, rate, hits, inputs, outputs)

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import re
 
-from pdd_plan.loaders.distributions import bins_carry_all, distribution, joint_lengths
+from pdd_plan.loaders.distributions import (
+    bins_carry_all,
+    distribution,
+    joint_lengths,
+    outputs_reaching_two_tokens,
+)
 from pdd_plan.loaders.load_curve_source import load_curve
 from pdd_plan.loaders.scenario_routing import prefix_reuse
 from pdd_plan.loaders.strict import Node, did_you_mean
@@ -39,7 +44,8 @@ def scenario_workload(node: Node) -> sc.Workload | None:
     rate = f["arrival_rate_per_s"].number(
         required=not curved, minimum=sc.MIN_ARRIVAL_RATE_PER_S, maximum=1e7, unit="req/s"
     )
-    if rate is None and curve is not None and f["arrival_rate_per_s"].is_missing:
+    unset = f["arrival_rate_per_s"].is_missing or f["arrival_rate_per_s"].value is None
+    if rate is None and curve is not None and unset:  # null too: its default, as elsewhere
         rate = max(curve.peak_rate_per_s, sc.MIN_ARRIVAL_RATE_PER_S)
     cv2 = f["burstiness_cv2"].number(default=1.0, minimum=0, maximum=1e3)
     for k in own:
@@ -49,10 +55,7 @@ def scenario_workload(node: Node) -> sc.Workload | None:
         None if k in own else distribution(f[k], 1, MAX_TOKENS, integer=True)
         for k in ("input_tokens", "output_tokens")
     )
-    if outputs is not None and outputs.discretise(1000)[0].max() < 2:
-        # one output token is the prefill's own: no decode step, no TPOT to plan for
-        f["output_tokens"].fail("output lengths that reach 2 tokens (1 token has no TPOT)")
-        outputs = None
+    outputs = outputs_reaching_two_tokens(f["output_tokens"], outputs)
     hits = distribution(f["prefix_hit_rate"], 0.0, 1.0, lengths=(1, MAX_TOKENS))
     hits, inputs, outputs = joint_lengths(hits, inputs, outputs)
     alternatives = {}

@@ -77,3 +77,13 @@ def test_binary_data_in_a_curve_file_is_one_line(cli, tmp_path):
     (tmp_path / "c.yaml").write_bytes(b"periods:\x00\x01")
     result = cli("scenario", "validate", scenario(tmp_path, {"file": "c.yaml"}), cwd=tmp_path)
     assert_one_error_line(result, 2, "c.yaml", "binary data")
+
+
+def test_a_period_with_one_token_outputs_is_one_line(cli, tmp_path):
+    """A period's own output lengths reach 2 tokens, as the workload's must (1 token has no
+    decode step: `schedule` failed with a traceback in the latency model on it)."""
+    periods = [{"start_h": 0, "duration_h": 1, "arrival_rate_per_s": 3,
+                "output_tokens": {"kind": "fixed", "value": 1}}]  # fmt: skip
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"periods": periods}))
+    result = cli("scenario", "validate", scenario(tmp_path, {"file": "c.yaml"}), cwd=tmp_path)
+    assert_one_error_line(result, 2, "c.yaml", "periods[0].output_tokens", "reach 2 tokens")

@@ -62,6 +62,13 @@ def test_inline_curve_and_the_single_rate_defaults_to_its_peak(tmp_path):
     assert s.workload.load_curve.mean_rate_per_s == pytest.approx(sum(RATES) / 3)
 
 
+def test_a_null_single_rate_beside_a_curve_takes_its_default_the_peak(tmp_path):
+    """An optional key written null takes its default (docs/schemas.md): here the curve's
+    peak, as when the key is left out (it was a workload of None, and a traceback later)."""
+    s = load_scenario(scenario_with(tmp_path, inline_periods(), arrival_rate_per_s=None))
+    assert s.workload.arrival_rate_per_s == max(RATES)
+
+
 def test_the_four_forms_give_the_same_periods(tmp_path):
     (tmp_path / "c.csv").write_text(
         "# a comment line\nstart_h,duration_min,arrival_rate_per_s\n"
@@ -127,8 +134,12 @@ def only(problems):
         ({0: {"duration_min": 60}}, "workload.load_curve[0]", "", "one of duration_h or"),
         ({0: {"start": "2024-06-01T00:00:00"}}, "workload.load_curve[0]", "", "one of start_h"),
         ({0: {"rate": 3}}, "workload.load_curve[0].rate", "an unknown key", "arrival_rate"),
+        # as the workload's own (1 token is the prefill's: no decode step, no TPOT)
+        ({1: {"output_tokens": {"kind": "fixed", "value": 1}}},
+         "workload.load_curve[1].output_tokens", "", "reach 2 tokens"),
     ],
-    ids=["gap", "overlap", "negative", "zero-length", "two-durations", "two-starts", "unknown"],
+    ids=["gap", "overlap", "negative", "zero-length", "two-durations", "two-starts", "unknown",
+         "one-token-outputs"],
 )  # fmt: skip
 def test_bad_inline_periods_are_named(tmp_path, change, key_path, found, expected):
     periods = inline_periods()

@@ -63,8 +63,9 @@ def mappings(reads) -> dict[str, set[str]]:
 
 
 def test_every_shipped_scenario_and_its_resolved_form_validates(view, catalog):
-    shipped = sorted(sd.SCENARIOS.glob("*.yaml"))
-    assert {p.stem for p in shipped} >= {"default", "pdd-paper", "template"}
+    shipped = sorted(sd.SCENARIOS.glob("*.yaml")) + sorted(sd.EXAMPLES.glob("*.yaml"))
+    assert {p.stem for p in shipped} >= {"default", "pdd-paper", "template", "diurnal",
+                                         "diurnal-prometheus"}  # fmt: skip
     assert resolve_scenario_path(None) in shipped  # the embedded default among them
     for path in shipped:
         assert view.accepts(yaml.safe_load(path.read_text())), path.name
@@ -72,9 +73,11 @@ def test_every_shipped_scenario_and_its_resolved_form_validates(view, catalog):
         assert view.accepts(scenario_json(load_scenario(path, catalog))), path.name
 
 
-def test_the_full_documents_validate(view):
+def test_the_full_documents_and_their_resolved_forms_validate(view, folder, catalog):
     for name, doc in sd.full_scenarios().items():
         assert view.accepts(doc), name
+        resolved = scenario_json(load_scenario(sd.write(folder, name, doc), catalog))
+        assert view.accepts(resolved), name
 
 
 def test_the_schema_names_the_keys_the_loader_reads_and_no_other(view, mappings):
@@ -108,10 +111,11 @@ def test_the_schema_offers_the_choices_the_loader_offers(view, reads):
 
 # ---- the template ----------------------------------------------------------------------------
 def template_document() -> dict:
-    """scenarios/template.yaml with its commented-out keys (`# key: value`) read as keys."""
+    """scenarios/template.yaml with its commented-out keys (`# key: value`, and list items
+    written `# - key: value`) read as keys."""
     lines = []
     for line in (sd.SCENARIOS / "template.yaml").read_text().splitlines():
-        m = re.match(r"^(\s*)#( +)([a-z_][a-z0-9_]*:.*)$", line)
+        m = re.match(r"^(\s*)#( +)((?:- )?[a-z_][a-z0-9_]*:.*)$", line)
         lines.append(m.group(1) + m.group(2)[1:] + m.group(3) if m else line)
     return yaml.safe_load("\n".join(lines))
 
@@ -132,8 +136,15 @@ def _paths(node, view: SchemaView, path: str = "") -> set[str]:
     return out
 
 
+# a load curve written as the list itself takes the periods `load_curve: {periods: [...]}`
+# takes: the template documents them there once
+CURVE_PERIODS, CURVE_LIST = "workload.load_curve.periods[]", "workload.load_curve[]"
+
+
 def test_the_template_documents_every_key_of_the_schema_and_no_other(view):
     documented = _paths(template_document(), view)
+    documented |= {p.replace(CURVE_PERIODS, CURVE_LIST) for p in documented
+                   if p.startswith(CURVE_PERIODS)}  # fmt: skip
     assert documented == view.key_paths(stop=DISTRIBUTIONS)
     # the distributions' keys, documented once for every place one is written
     words = set(re.findall(r"[a-z_]+", (sd.SCENARIOS / "template.yaml").read_text()))
@@ -176,6 +187,31 @@ REFUSED = {
     "bins carrying input_tokens beside the workload's": lambda d: d["workload"].update(
         prefix_hit_rate={"kind": "bins", "bins": [
             {"low": 0, "high": 1, "share": 1, "input_tokens": {"kind": "fixed", "value": 9}}]}),
+    "no arrival rate and no load curve": lambda d: (
+        d["workload"].pop("arrival_rate_per_s"), d["workload"].update(load_curve=None)),
+    "a curve period with start_h and start": lambda d: d["workload"].update(load_curve=[
+        {"start_h": 0, "start": "2025-06-02T00:00:00Z", "duration_h": 1, "arrival_rate_per_s": 3}]),
+    "a curve period with no start": lambda d: d["workload"].update(load_curve=[
+        {"duration_h": 1, "arrival_rate_per_s": 3}]),
+    "a curve period with two lengths": lambda d: d["workload"].update(load_curve=[
+        {"start_h": 0, "duration_h": 1, "duration_min": 60, "arrival_rate_per_s": 3}]),
+    "a curve period with no length": lambda d: d["workload"].update(load_curve=[
+        {"start_h": 0, "arrival_rate_per_s": 3}]),
+    "2,017 curve periods": lambda d: d["workload"].update(load_curve=[
+        {"start_h": h, "duration_h": 1, "arrival_rate_per_s": 3} for h in range(2017)]),
+    "a curve from a file and an export": lambda d: d["workload"].update(
+        load_curve={"file": sd.CURVE_FILE, "prometheus": sd.EXPORT_FILE}),
+    "a curve mapping with no source": lambda d: d["workload"].update(load_curve={"scale": 2}),
+    "a series selector beside a curve file": lambda d: d["workload"].update(
+        load_curve={"file": sd.CURVE_FILE, "series": {"job": "api"}}),
+    "a metric beside inline periods": lambda d: d["workload"].update(load_curve={
+        "periods": [{"start_h": 0, "duration_h": 1, "arrival_rate_per_s": 3}], "metric": "x"}),
+    "an offer without spot and with spot terms": lambda d: d["costs"].update(capacity_classes={
+        "offers": [{"datacenter": "dc_a", "gpu": "h100_sxm", "spot": False,
+                    "spot_price_frac": 0.3}]}),
+    "a GPU quote quoting no figure": lambda d: d.update(prices={"gpus": [
+        {"gpu": "h100_sxm", "note": "a quote"}]}),
+    "a tariff quoting nothing": lambda d: d.update(prices={"power": [{"datacenter": "dc_a"}]}),
 }  # fmt: skip
 
 
