@@ -91,7 +91,8 @@ def summary(rows: list[Comparison], skipped: list[tuple[int, str]], wall_s: floa
         sel = [r for r in rows if r.label.endswith(arch)]
         lines.append(f"| {arch} | {len(sel)} | {sum(r.agrees for r in sel) / len(sel):.0%} |")
     lines += ["", "Outside tolerance:", "", "| seed | case | load | metric | closed | "
-              "simulator [95 % CI] | error |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+              "simulator [95 % CI; goodput: bracket] | error |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in sorted((r for r in rows if not r.agrees), key=lambda r: (r.seed, r.load_frac)):
         lines.append(f"| {r.seed} | {r.label} | {r.load_frac:g} | {r.metric} | "
                      f"{r.closed:.4g} | {r.simulated:.4g} [{r.low:.4g}, {r.high:.4g}] | "

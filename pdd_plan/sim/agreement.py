@@ -273,11 +273,22 @@ def simulated_goodput_rps(
     setup: Setup, guess_rps: float, requests: int, seed: int = 1, steps: int = 6
 ) -> float:
     """Bisection for the largest rate that `meets_sla`, bracketed around `guess_rps`;
-    each trial runs at least `requests` requests and TRIAL_HOLDS longest slot holds."""
+    each trial runs at least `requests` requests and TRIAL_HOLDS longest slot holds.
+    The largest rate met: the low end of `simulated_goodput_bracket`."""
+    return simulated_goodput_bracket(setup, guess_rps, requests, seed, steps)[0]
+
+
+def simulated_goodput_bracket(
+    setup: Setup, guess_rps: float, requests: int, seed: int = 1, steps: int = 6
+) -> tuple[float, float]:
+    """(a rate met, a rate missed, or the low end's double when none was missed), `steps`
+    halvings of [0.6, 1.4] x `guess_rps` apart: the goodput lies between them."""
     low, high = 0.6 * guess_rps, 1.4 * guess_rps
     if not meets_sla(setup, low, requests, seed):
-        return low if low < 1e-6 else simulated_goodput_rps(setup, low, requests, seed, steps)
+        if low < 1e-6:
+            return low, 2 * low
+        return simulated_goodput_bracket(setup, low, requests, seed, steps)
     for _ in range(steps):
         mid = (low + high) / 2
         low, high = (mid, high) if meets_sla(setup, mid, requests, seed) else (low, mid)
-    return low
+    return low, high
