@@ -1,57 +1,23 @@
-"""`goodput_rps` with a known bracket (#15 Build 1: the final metrics reuse the search's
-rate bracket): the same answer as without it, never a snapshot at a rate the bracket
-already answers, and fewer snapshots.
-
-The SLA here is a step in the rate at a threshold drawn at random: the expected goodput
-is independent of the code (the bisection's answer without a bracket, which must lie
-within rel_tol below the threshold).
-"""
+"""The simulated goodput's bracket (sim/agreement.py): the rate met and the rate missed
+that the bisection ends with hold the goodput between them, `steps` halvings of the
+starting [0.6, 1.4] x guess apart; the campaign reads its middle, not its low end."""
 
 from __future__ import annotations
 
-import random
-from types import SimpleNamespace
-
 import pytest
 
-from pdd_plan.model import evaluate as ev
+from pdd_plan.sim import agreement as ag
 
 
-def _setup(offered_rps: float):
-    return SimpleNamespace(scenario=SimpleNamespace(workload=SimpleNamespace(
-        arrival_rate_per_s=offered_rps)))  # fmt: skip
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_a_known_bracket_gives_the_same_goodput_with_fewer_snapshots(monkeypatch, seed):
-    rng = random.Random(seed)
-    for _ in range(40):
-        threshold = rng.uniform(0.01, 500.0)
-        asked: list[float] = []
-
-        def meets(setup, rate, threshold=threshold, asked=asked):
-            asked.append(rate)
-            return rate <= threshold
-
-        monkeypatch.setattr(ev, "meets_sla", meets)
-        setup = _setup(rng.uniform(1.0, 100.0))
-        plain = ev.goodput_rps(setup)
-        assert threshold * (1 - 1e-3) <= plain <= threshold
-        plain_calls = len(asked)
-        # a bracket as a search leaves it: a rate met a little below, one missed above
-        met = threshold * rng.uniform(0.9, 0.9999)
-        missed = threshold * rng.uniform(1.0001, 1.5) if rng.random() < 0.7 else float("inf")
-        asked.clear()
-        assert ev.goodput_rps(setup, known=(met, missed)) == plain
-        assert all(met < r < missed for r in asked)
-        assert len(asked) <= plain_calls
-
-
-def test_a_bracket_that_settles_everything_needs_no_snapshot(monkeypatch):
-    monkeypatch.setattr(ev, "meets_sla", lambda setup, rate: pytest.fail("snapshot taken"))
-    setup = _setup(20.0)
-    # met at 24.3, missed at 24.31; by hand the bisection asks 20, 40 (doubling), then
-    # 30, 25, 22.5, 23.75, 24.375, 24.0625, 24.21875, 24.296875, 24.3359375, 24.31640625
-    # (each at or below 24.3, or at or above 24.31) and stops at [24.296875, 24.316...],
-    # narrower than 1e-3 x 24.3
-    assert ev.goodput_rps(setup, known=(24.3, 24.31)) == 24.296875
+@pytest.mark.parametrize(("true_rps", "guess_rps"), [(7.07, 7.39), (12.1, 12.6), (3.0, 9.0)])
+def test_the_bracket_holds_the_goodput_and_is_as_narrow_as_its_steps(monkeypatch, true_rps,
+                                                                    guess_rps):  # fmt: skip
+    monkeypatch.setattr(ag, "meets_sla", lambda setup, rate, requests, seed: rate <= true_rps)
+    low, high = ag.simulated_goodput_bracket(None, guess_rps, 100, 1, steps=8)
+    assert low <= true_rps < high
+    # the last bracket [0.6, 1.4] x the guess it started from, halved 8 times
+    start = guess_rps
+    while 0.6 * start > true_rps:  # the low end missed: the search restarts from it
+        start *= 0.6
+    assert high - low == pytest.approx(0.8 * start / 2**8)
+    assert ag.simulated_goodput_rps(None, guess_rps, 100, 1, steps=8) == low
