@@ -66,6 +66,22 @@ def recorded(file: str | os.PathLike):
 
 
 # ---- key paths -------------------------------------------------------------------------------
+def scenario_reads(folder, catalog, docs: dict) -> dict[str, list]:
+    """Document name -> the getter calls the scenario loader made reading it (each of
+    `docs` written under `folder`, the scenario folder of schema_docs)."""
+    import schema_docs as sd  # noqa: PLC0415 - a test helper beside this one
+
+    from pdd_plan.loaders.scenario import load_scenario  # noqa: PLC0415
+
+    out = {}
+    for name, doc in docs.items():
+        path = sd.write(folder, name, doc)
+        with recorded(path) as calls:
+            load_scenario(path, catalog)
+        out[name] = calls
+    return out
+
+
 def segments(path: str) -> list[str | int]:
     """`datacenters[0].gpus[1].gpu` -> ['datacenters', 0, 'gpus', 1, 'gpu']."""
     return [int(i) if i else key for key, i in _SEGMENT.findall(path)]

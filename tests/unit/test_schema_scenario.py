@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import schema_docs as sd
 import yaml
-from schema_probe import SchemaView, free_mappings, generic, recorded
+from schema_probe import SchemaView, free_mappings, generic, scenario_reads
 
 from pdd_plan.errors import InputError
 from pdd_plan.loaders.scenario import load_scenario, resolve_scenario_path
@@ -40,13 +40,7 @@ def folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def reads(folder, catalog) -> dict[str, list]:
     """Document name -> the getter calls the loader made reading it."""
-    out = {}
-    for name, doc in sd.full_scenarios().items():
-        path = sd.write(folder, name, doc)
-        with recorded(path) as calls:
-            load_scenario(path, catalog)
-        out[name] = calls
-    return out
+    return scenario_reads(folder, catalog, sd.full_scenarios())
 
 
 @pytest.fixture(scope="module")

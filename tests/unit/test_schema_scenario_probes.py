@@ -13,7 +13,7 @@ import time
 
 import pytest
 import schema_docs as sd
-from schema_probe import SchemaView, findings, probes, recorded, unique_calls
+from schema_probe import SchemaView, findings, probes, scenario_reads, unique_calls
 
 from pdd_plan.loaders import scenario as scenario_loader
 from pdd_plan.loaders.scenario import load_scenario
@@ -28,13 +28,8 @@ def test_what_the_loader_takes_the_schema_takes_and_what_breaks_a_rule_both_refu
     tmp_path, catalog, monkeypatch
 ):
     folder = sd.scenario_folder(tmp_path)
-    reads = {}
-    for name, doc in sd.full_scenarios().items():
-        path = sd.write(folder, name, doc)
-        with recorded(path) as calls:
-            load_scenario(path, catalog)
-        reads[name] = calls
     docs = sd.full_scenarios()
+    reads = scenario_reads(folder, catalog, docs)
     chosen = unique_calls(reads, docs)
     probe_list = []
     for name, call in chosen:
