@@ -100,9 +100,6 @@ from pdd_plan.model.compute.roofline_memo import MemoisedSteps
 from pdd_plan.model.compute.roofline_parts import StepParts
 from pdd_plan.model.units import dtype_bytes
 
-HELD_MEMO_MIN_SIZE = 64  # smaller arrays cost less to compute than to key
-HELD_MEMO_ARRAYS = 16  # token arrays kept per instance
-
 
 @dataclass(frozen=True)
 class Instance(StepParts, MemoisedSteps):
@@ -238,20 +235,8 @@ class Instance(StepParts, MemoisedSteps):
 
     def held_kv_bytes(self, tokens):
         """HBM one request of `tokens` holds on this instance, replicated heads counted:
-        what admission and the batch limit count (vectorised). An array's answer is kept
-        for the last few arrays asked: decode_side asks the same classes' tokens at every
-        slot wait it tries."""
-        if not isinstance(tokens, np.ndarray) or tokens.size < HELD_MEMO_MIN_SIZE:
-            return self.model.resident_kv_bytes(tokens, self.kv_dtype, self.kv_tp_degree())
-        memo = self._memo[0].setdefault("held_kv_bytes", {})
-        key = (tokens.dtype.str, tokens.shape, tokens.tobytes())
-        got = memo.get(key)
-        if got is None:
-            got = self.model.resident_kv_bytes(tokens, self.kv_dtype, self.kv_tp_degree())
-            if len(memo) >= HELD_MEMO_ARRAYS:
-                memo.pop(next(iter(memo)))  # the oldest
-            memo[key] = got
-        return got
+        what admission and the batch limit count (vectorised)."""
+        return self.model.resident_kv_bytes(tokens, self.kv_dtype, self.kv_tp_degree())
 
     def max_batch(self, context_tokens) -> int:
         """Requests of `context_tokens` whose KV fits next to the weights (0 if none).

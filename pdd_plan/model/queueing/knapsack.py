@@ -17,11 +17,12 @@ would add up to a unit to a request of one or two units, half again its size.
 
 The recursion's q is the compound Poisson law of the occupancy cut at C (its generating
 function is exp(sum_k a_k z^b_k)), so q(0..C) is read off by FFT in O(N log N) instead of
-the recursion's C steps (decode_side's search over MD's slot wait asks for it thousands
-of times a solve). Where the offered units exceed C, the law is first tilted (loads
-a_k rho^b_k, rho < 1, so that its mean is C): its mass then lies around C, where the
-blocking is read, and q(j) = tilted(j) / rho^j. N, a power of two, is chosen by the
-Chernoff bound so that the mass aliased from N and above is below ALIAS_PROB.
+the recursion's C Python steps (0.2-0.7 ms a call against 1.8 ms; relay_load asks for it
+on each of its passes at every rate the search evaluates). Where the offered units exceed
+C, the law is first tilted (loads a_k rho^b_k, rho < 1, so that its mean is C): its mass
+then lies around C, where the blocking is read, and q(j) = tilted(j) / rho^j. N, a power
+of two, is chosen by the Chernoff bound so that the mass aliased from N and above is below
+ALIAS_PROB.
 
 Pure: numpy only.
 """
